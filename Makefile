@@ -1,0 +1,16 @@
+# The two commands a new user needs: `make demo` and `make test`. Both set everything up first.
+.PHONY: setup demo test lint bench
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	@bash scripts/demo.sh
+
+test: setup
+	.venv/bin/ruff check src tests benchmarks
+	.venv/bin/python -m pytest -q
+
+lint: setup
+	.venv/bin/ruff check src tests benchmarks
+	.venv/bin/ruff format --check src tests benchmarks

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Idempotent set-up: system packages (Stockfish, pgn-extract) when missing, a virtualenv in the
+# checkout with the pinned CPU torch, and latentchess installed into it in editable mode.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+[ -x /usr/games/stockfish ] || command -v stockfish >/dev/null 2>&1 || need_apt+=(stockfish)
+[ -f /usr/share/pgn-extract/eco.pgn ] || need_apt+=(pgn-extract)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "setup: installing ${need_apt[*]} with apt-get"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv"
+    "$PY" -m venv .venv
+fi
+stamp=.venv/.latentchess-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    echo "setup: installing torch==2.13.0 (CPU) and latentchess into .venv"
+    .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+    # torch first and pinned exactly: an unpinned torch would pull a multi-GB CUDA build.
+    .venv/bin/python -m pip install -q torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
+    .venv/bin/python -m pip install -q -e '.[dev]' 2>&1 | grep -v '^WARNING: Location' || true
+    .venv/bin/python -c "import torch, latentchess; assert torch.__version__.startswith('2.13.0')"
+    touch "$stamp"
+fi

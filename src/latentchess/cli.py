@@ -1,0 +1,49 @@
+"""The ``latentchess`` command: a thin argparse layer over the Python API.
+
+Each area of the package owns its subcommands in a ``cli`` module with a
+``register(subparsers)`` function; every subcommand sets ``func(args) -> int`` (exit status).
+Those modules import only light things at top level, so ``latentchess --help`` is quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from latentchess.errors import LatentChessError
+
+__all__ = ["main", "build_parser"]
+
+_COMMAND_MODULES = (
+    "latentchess.data.cli",
+    "latentchess.training.cli",
+    "latentchess.models.cli",
+    "latentchess.engines.cli",
+    "latentchess.evaluation.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="latentchess",
+        description="Chess engine and research toolkit that plans in a learned embedding space.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module_name in _COMMAND_MODULES:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except LatentChessError as error:
+        print(f"latentchess {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"latentchess {args.command}: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,1 @@
+"""Evaluation: matches against real engines, Elo fits, puzzles and EPD suites."""
