@@ -22,6 +22,7 @@ _COMMAND_MODULES = (
     "latentchess.models.cli",
     "latentchess.engines.cli",
     "latentchess.evaluation.cli",
+    "latentchess.plots.cli",
 )
 
 

@@ -1,0 +1,72 @@
+"""``latentchess plot umap|trajectory|depth-elo``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``plot`` command group."""
+    plot = subparsers.add_parser("plot", help="draw the latent space, game paths, Elo vs depth")
+    kinds = plot.add_subparsers(dest="plot_kind", metavar="KIND", required=True)
+
+    umap_parser = kinds.add_parser("umap", help="UMAP of labelled positions with the axis")
+    _add_space_args(umap_parser)
+    umap_parser.add_argument("--out", type=Path, default=Path("umap.png"), help="PNG/SVG file")
+    umap_parser.set_defaults(func=_umap)
+
+    trajectory = kinds.add_parser("trajectory", help="a game's path over the map (paper Fig. 3)")
+    trajectory.add_argument("pgn", type=Path, help="PGN file; [%%eval] comments give labels")
+    trajectory.add_argument("--game", type=int, default=0, help="0-based game index in the file")
+    _add_space_args(trajectory)
+    trajectory.add_argument("--out", type=Path, default=Path("trajectory.png"))
+    trajectory.set_defaults(func=_trajectory)
+
+    depth_elo = kinds.add_parser("depth-elo", help="Elo against depth with intervals")
+    depth_elo.add_argument("results", type=Path, help="ladder results (.json or .csv)")
+    depth_elo.add_argument("--out", type=Path, default=Path("depth-elo.png"))
+    depth_elo.add_argument("--no-paper", action="store_true", help="omit paper Table 2")
+    depth_elo.set_defaults(func=_depth_elo)
+
+
+def _add_space_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, required=True, help="labelled Parquet dataset dir")
+    parser.add_argument("--model", type=Path, default=None, help="model dir (default model)")
+    parser.add_argument("--sample", type=int, default=5000, help="positions to project")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def _space(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from latentchess.models import load_model
+    from latentchess.plots.space import fit_space_map, load_labelled_sample
+
+    model = load_model(args.model)
+    fens, probs = load_labelled_sample(args.data, args.sample, seed=args.seed)
+    return model, fit_space_map(model, fens, probs, seed=args.seed, progress=sys.stderr.isatty())
+
+
+def _umap(args: argparse.Namespace) -> int:
+    from latentchess.plots.space import plot_umap
+
+    model, space = _space(args)
+    name = model.path.name if model.path else "model"
+    print(plot_umap(space, args.out, title=f"Latent space of {name}"))
+    return 0
+
+
+def _trajectory(args: argparse.Namespace) -> int:
+    from latentchess.plots.space import plot_trajectory, read_game
+
+    game = read_game(args.pgn, args.game)
+    model, space = _space(args)
+    print(plot_trajectory(model, space, game, args.out))
+    return 0
+
+
+def _depth_elo(args: argparse.Namespace) -> int:
+    from latentchess.plots.elo import plot_depth_elo, read_depth_elo
+
+    print(plot_depth_elo(read_depth_elo(args.results), args.out, paper=not args.no_paper))
+    return 0
