@@ -30,3 +30,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/python -c "import torch, latentchess; assert torch.__version__.startswith('2.13.0')"
     touch "$stamp"
 fi
+# sunfish: an opponent for `latentchess match/ladder`; --no-deps because it pins chess==1.9.4
+# (see pyproject.toml).
+[ -x .venv/bin/sunfish-uci ] || .venv/bin/python -m pip install -q --no-deps 'sunfish>=2026.1,<2027' 2>&1 | grep -v '^WARNING: Location' || true

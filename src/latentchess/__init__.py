@@ -41,9 +41,23 @@ _LAZY: dict[str, str] = {
     "EncoderConfig": "latentchess.models",
     "Encoder": "latentchess.models",
     "MODEL_CONFIGS": "latentchess.models",
+    "LatentModel": "latentchess.models",
+    "load_model": "latentchess.models",
+    "save_model": "latentchess.models",
+    "default_model_path": "latentchess.models",
     "TrainingCache": "latentchess.data.cache",
+    "TrainConfig": "latentchess.training.config",
+    "TrainResult": "latentchess.training.trainer",
+    "train": "latentchess.training.trainer",
     "Engine": "latentchess.engines.base",
     "Analysis": "latentchess.engines.base",
+    "LatentEngine": "latentchess.engines.latent",
+    "SearchConfig": "latentchess.search",
+    "SearchResult": "latentchess.search",
+    "Searcher": "latentchess.search",
+    "create_engine": "latentchess.engines.registry",
+    "run_match": "latentchess.evaluation.match",
+    "fit_bayeselo": "latentchess.evaluation.elo",
 }
 
 

@@ -23,6 +23,7 @@ _COMMAND_MODULES = (
     "latentchess.engines.cli",
     "latentchess.evaluation.cli",
     "latentchess.plots.cli",
+    "latentchess.demo",
 )
 
 

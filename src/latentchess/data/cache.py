@@ -9,6 +9,7 @@ directory::
     meta.json          {"rows": N, "tokenizer": ..., "source": ..., ...}
 
 ``meta.json`` is written last (atomically), so a cache without it is incomplete and is rebuilt.
+:func:`build_cache` makes a cache from a Parquet dataset, streaming, and reuses an up-to-date one.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy.typing as npt
 from latentchess.encoding import SEQUENCE_LENGTH, TOKENIZER_VERSION
 from latentchess.errors import DataFormatError
 
-__all__ = ["TrainingCache", "write_cache"]
+__all__ = ["TrainingCache", "write_cache", "build_cache"]
 
 _TOKENS = "tokens.u8"
 _LABELS = "win_prob_white.f32"
@@ -115,3 +116,102 @@ def write_cache(
     tmp.write_text(json.dumps(record, indent=2, sort_keys=True))
     os.replace(tmp, path / _META)
     return TrainingCache.open(path)
+
+
+def _dataset_fingerprint(dataset_dir: Path) -> list[list[Any]]:
+    from latentchess.data.store import shard_paths
+
+    return [[path.name, path.stat().st_size] for path in shard_paths(dataset_dir)]
+
+
+def build_cache(
+    dataset_dir: str | Path,
+    cache_dir: str | Path,
+    *,
+    chunk_rows: int = 65_536,
+    rebuild: bool = False,
+    progress: bool = True,
+) -> TrainingCache:
+    """Build the training cache of a Parquet dataset, or reuse it if already built (build once).
+
+    A complete cache in ``cache_dir`` is reused when its ``meta.json`` records the same dataset
+    shards (names and sizes) as ``dataset_dir`` has now; otherwise it is rebuilt. The dataset is
+    streamed in chunks of ``chunk_rows`` rows (tokens via
+    :func:`latentchess.encoding.tokenize_batch`) straight into the cache files, so memory stays
+    flat however large the dataset; ``meta.json`` is written last, so a killed build leaves an
+    incomplete cache that the next call rebuilds.
+
+    Args:
+        dataset_dir: dataset directory of Parquet shards (see :mod:`latentchess.data.store`).
+        cache_dir: cache directory (created if missing).
+        chunk_rows: rows tokenized at a time.
+        rebuild: rebuild even if an up-to-date cache exists.
+        progress: show a progress bar on stderr.
+
+    Raises:
+        DataFormatError: no shards, an unreadable shard, or a bad FEN (named by shard and row).
+    """
+    import pyarrow.parquet as pq
+    from tqdm import tqdm
+
+    from latentchess.data.store import shard_paths
+    from latentchess.encoding import tokenize_batch
+    from latentchess.errors import InvalidFenError
+
+    dataset_dir, cache_dir = Path(dataset_dir), Path(cache_dir)
+    paths = shard_paths(dataset_dir)
+    if not paths:
+        raise DataFormatError("no Parquet shards found", path=dataset_dir)
+    fingerprint = _dataset_fingerprint(dataset_dir)
+    if not rebuild and TrainingCache.exists(cache_dir):
+        try:
+            cache = TrainingCache.open(cache_dir)
+        except DataFormatError:
+            cache = None  # inconsistent: rebuild below
+        if cache is not None and cache.meta.get("dataset_shards") == fingerprint:
+            return cache
+    try:
+        total = sum(pq.read_metadata(path).num_rows for path in paths)
+    except OSError as error:
+        raise DataFormatError(f"unreadable Parquet shard: {error}", path=dataset_dir) from error
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    (cache_dir / _META).unlink(missing_ok=True)
+    tmp_tokens, tmp_labels = cache_dir / (_TOKENS + ".tmp"), cache_dir / (_LABELS + ".tmp")
+    rows = 0
+    bar = tqdm(total=total, unit="pos", desc="build cache", disable=not progress)
+    with open(tmp_tokens, "wb") as tokens_out, open(tmp_labels, "wb") as labels_out, bar:
+        for path in paths:
+            row_in_shard = 0
+            parquet = pq.ParquetFile(path)
+            for batch in parquet.iter_batches(
+                batch_size=chunk_rows, columns=["fen", "win_prob_white"]
+            ):
+                fens = batch.column(0).to_pylist()
+                labels = batch.column(1).to_numpy(zero_copy_only=False).astype("<f4")
+                try:
+                    tokens = tokenize_batch(fens)
+                except InvalidFenError as error:
+                    index = row_in_shard + fens.index(error.fen)
+                    raise DataFormatError(f"row {index}: {error}", path=path) from error
+                if labels.size and (
+                    np.isnan(labels).any() or labels.min() < 0.0 or labels.max() > 1.0
+                ):
+                    raise DataFormatError("win_prob_white outside [0, 1]", path=path)
+                tokens_out.write(np.ascontiguousarray(tokens, dtype=np.uint8).tobytes())
+                labels_out.write(labels.tobytes())
+                rows += len(fens)
+                row_in_shard += len(fens)
+                bar.update(len(fens))
+    os.replace(tmp_tokens, cache_dir / _TOKENS)
+    os.replace(tmp_labels, cache_dir / _LABELS)
+    record = {
+        "rows": rows,
+        "tokenizer": TOKENIZER_VERSION,
+        "source": str(dataset_dir),
+        "dataset_shards": fingerprint,
+        "label": "win_prob_white (White's perspective)",
+    }
+    tmp = cache_dir / (_META + ".tmp")
+    tmp.write_text(json.dumps(record, indent=2, sort_keys=True))
+    os.replace(tmp, cache_dir / _META)
+    return TrainingCache.open(cache_dir)

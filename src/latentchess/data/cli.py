@@ -1,9 +1,314 @@
-"""Subcommands of this area (see latentchess.cli)."""
+"""``latentchess data ...``: generate, label, import, merge, summarise datasets; build caches.
+
+Only argparse wiring lives here; each handler calls one function of the data package (imported
+inside the handler so that ``latentchess --help`` stays quick).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from latentchess.data import chessbench
+
+if TYPE_CHECKING:
+    import chess.engine
+
+_LIMIT_HELP = (
+    "Stockfish label limit: --depth D or --nodes N (default: depth 9). Depth 9 was picked by "
+    "benchmarks/bench_labelling.py --sweep: against depth-16 reference labels its win-probability "
+    "error is well below depth 6-8 while it still labels tens of positions per second per core; "
+    "deeper limits cost 2-3x per extra ply for a smaller gain (see "
+    "benchmarks/results/labelling.md). Every process runs Stockfish with Threads=1, Hash=16."
+)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        index_text, count_text = text.split("/")
+        index, count = int(index_text), int(count_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected I/N such as 0/4, got {text!r}") from None
+    if count < 1 or not 0 <= index < count:
+        raise argparse.ArgumentTypeError(f"expected I/N with 0 <= I < N, got {text!r}")
+    return index, count
+
+
+def _temperatures(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers like 30,60,120, got {text!r}") from None
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(f"temperatures must be positive, got {text!r}")
+    return values
+
+
+def _add_engine_flags(parser: argparse.ArgumentParser, *, multipv: int) -> None:
+    group = parser.add_argument_group("Stockfish", _LIMIT_HELP)
+    limit = group.add_mutually_exclusive_group()
+    limit.add_argument("--depth", type=_positive_int, default=None, help="label search depth")
+    limit.add_argument("--nodes", type=_positive_int, default=None, help="label node limit")
+    group.add_argument(
+        "--multipv", type=_positive_int, default=multipv, help=f"lines per position ({multipv})"
+    )
+    group.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=os.cpu_count() or 1,
+        help="Stockfish processes, one per core (default: os.cpu_count(), here %(default)s)",
+    )
+    group.add_argument(
+        "--stockfish",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="Stockfish binary (default: $LATENTCHESS_STOCKFISH, /usr/games/stockfish, PATH)",
+    )
+
+
+def _add_output_flags(parser: argparse.ArgumentParser, *, shard_rows: int) -> None:
+    parser.add_argument(
+        "--shard-rows",
+        type=_positive_int,
+        default=shard_rows,
+        help=f"rows per Parquet shard (default {shard_rows})",
+    )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="progress bar on stderr (default: on)",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add this area's subcommands to the ``latentchess`` parser."""
+    data = subparsers.add_parser(
+        "data", help="make, import and inspect labelled datasets", description=__doc__
+    )
+    commands = data.add_subparsers(dest="data_command", metavar="SUBCOMMAND", required=True)
+
+    p = commands.add_parser(
+        "generate",
+        help="positions from Stockfish self-play games that start at ECO openings",
+        description=(
+            "Play games from random ECO opening lines onwards, Stockfish choosing among its "
+            "MultiPV moves by a softmax (per-game temperature) with occasional random moves, to "
+            "mate or draw; label every position; keep unique positions (first four FEN fields). "
+            "Rerunning the same command resumes an interrupted run. --shard I/N splits a run "
+            "over machines (game g belongs to shard g mod N); combine with `data merge`."
+        ),
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="dataset directory")
+    p.add_argument(
+        "--positions",
+        type=_positive_int,
+        required=True,
+        help="rows to make in total (over all shards)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="run seed; game g is seeded by (seed, g)")
+    p.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N", help="default 0/1")
+    p.add_argument("--openings", type=Path, default=None, metavar="PGN", help="opening lines")
+    p.add_argument(
+        "--temperatures",
+        type=_temperatures,
+        default=(30.0, 60.0, 120.0),
+        help="softmax temperatures in centipawns, one drawn per game (default 30,60,120)",
+    )
+    p.add_argument("--random-move-prob", type=float, default=0.04, help="random move chance (0.04)")
+    p.add_argument("--max-plies", type=_positive_int, default=300, help="game length cap (300)")
+    _add_engine_flags(p, multipv=4)
+    _add_output_flags(p, shard_rows=10_000)
+    p.set_defaults(func=_generate)
+
+    p = commands.add_parser(
+        "label",
+        help="label the positions of a PGN, EPD or FEN-list file",
+        description=(
+            "Label positions from your games (PGN, optionally .gz/.zst), an EPD file or a file of "
+            "FENs (one a line). Malformed records are reported with file:line and skipped. "
+            "Rerunning the same command resumes."
+        ),
+    )
+    p.add_argument("file", type=Path, metavar="FILE")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="dataset directory")
+    p.add_argument("--format", choices=("auto", "pgn", "epd", "fen"), default="auto")
+    p.add_argument("--per-game", type=_positive_int, default=None, metavar="N")
+    p.add_argument("--seed", type=int, default=0, help="seed of the --per-game sampling")
+    p.add_argument("--strict", action="store_true", help="stop at the first malformed record")
+    _add_engine_flags(p, multipv=2)
+    _add_output_flags(p, shard_rows=10_000)
+    p.set_defaults(func=_label)
+
+    p = commands.add_parser(
+        "import-csv",
+        help="import the project's labelled CSV (fen,cp_white,mate_white,...)",
+        description=(
+            "Import a headerless CSV with columns fen,cp_white,mate_white,win_prob_white,"
+            "best_move,depth,multipv_gap_cp (e.g. /work/shared/data/sf15-d9-eco-selfplay.csv.gz)."
+        ),
+    )
+    p.add_argument("file", type=Path, metavar="FILE.csv.gz")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="dataset directory")
+    p.add_argument("--strict", action="store_true", help="stop at the first malformed row")
+    _add_output_flags(p, shard_rows=100_000)
+    p.set_defaults(func=_import_csv)
+
+    p = commands.add_parser(
+        "merge",
+        help="merge datasets (e.g. generate shards), dropping repeated positions",
+    )
+    p.add_argument("inputs", type=Path, nargs="+", metavar="DATASET")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="merged dataset")
+    _add_output_flags(p, shard_rows=100_000)
+    p.set_defaults(func=_merge)
+
+    p = commands.add_parser(
+        "build-cache",
+        help="tokenize a dataset into the memory-mapped training cache (reused when current)",
+    )
+    p.add_argument("dataset", type=Path, metavar="DATASET")
+    p.add_argument("--out", type=Path, required=True, metavar="CACHE_DIR")
+    p.add_argument("--rebuild", action="store_true", help="rebuild even if the cache is current")
+    p.add_argument("--chunk-rows", type=_positive_int, default=65_536, help="rows per chunk")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
+    p.set_defaults(func=_build_cache)
+
+    p = commands.add_parser("summary", help="rows, sources, label histogram, mates, depth")
+    p.add_argument("dataset", type=Path, metavar="DATASET")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=_summary)
+
+    chessbench.add_import_chessbench_parser(commands)
+
+
+def _limit(args: argparse.Namespace) -> chess.engine.Limit:
+    from latentchess.data.stockfish import make_limit
+
+    return make_limit(depth=args.depth, nodes=args.nodes)
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from latentchess.data.generate import DEFAULT_OPENINGS, GenerateConfig, generate
+
+    config = GenerateConfig(
+        positions=args.positions,
+        seed=args.seed,
+        depth=args.depth,
+        nodes=args.nodes,
+        multipv=args.multipv,
+        temperatures=args.temperatures,
+        random_move_prob=args.random_move_prob,
+        max_plies=args.max_plies,
+        shard_index=args.shard[0],
+        num_shards=args.shard[1],
+        openings=args.openings or DEFAULT_OPENINGS,
+    )
+    result = generate(
+        config,
+        args.out,
+        workers=args.workers,
+        shard_rows=args.shard_rows,
+        stockfish=args.stockfish,
+        progress=args.progress,
+    )
+    rate = result.labelled / result.seconds if result.seconds > 0 else 0.0
+    print(
+        f"generate: {result.rows} rows in {result.out} ({result.new_rows} new; "
+        f"{result.labelled} positions labelled in {result.games} games, {rate:.1f} pos/s)"
+    )
+    return 0
+
+
+def _label(args: argparse.Namespace) -> int:
+    from latentchess.data.label import label_file
+
+    result = label_file(
+        args.file,
+        args.out,
+        fmt=None if args.format == "auto" else args.format,
+        per_game=args.per_game,
+        seed=args.seed,
+        limit=_limit(args),
+        multipv=args.multipv,
+        workers=args.workers,
+        strict=args.strict,
+        shard_rows=args.shard_rows,
+        stockfish=args.stockfish,
+        progress=args.progress,
+    )
+    print(
+        f"label: {result.rows} rows in {result.out} ({result.new_rows} new, "
+        f"{result.duplicates} repeated positions skipped, {result.malformed} malformed records "
+        f"skipped)"
+    )
+    return 0
+
+
+def _import_csv(args: argparse.Namespace) -> int:
+    from latentchess.data.csv_import import import_csv
+
+    result = import_csv(
+        args.file, args.out, strict=args.strict, shard_rows=args.shard_rows, progress=args.progress
+    )
+    print(
+        f"import-csv: {result.rows} rows in {result.out} ({result.new_rows} new, {result.games} "
+        f"games, {result.duplicates} repeated positions and {result.malformed} malformed rows "
+        f"skipped)"
+    )
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from latentchess.data.merge import merge_datasets
+
+    result = merge_datasets(
+        args.inputs, args.out, shard_rows=args.shard_rows, progress=args.progress
+    )
+    print(f"merge: {result.rows} rows in {result.out} ({result.duplicates} repeats dropped)")
+    return 0
+
+
+def _build_cache(args: argparse.Namespace) -> int:
+    from latentchess.data.cache import build_cache
+
+    cache = build_cache(
+        args.dataset,
+        args.out,
+        chunk_rows=args.chunk_rows,
+        rebuild=args.rebuild,
+        progress=args.progress,
+    )
+    print(f"build-cache: {len(cache)} positions in {cache.path}")
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from latentchess.data.summary import summarize
+
+    summary = summarize(args.dataset)
+    if args.json:
+        record = asdict(summary)
+        record["path"] = str(summary.path)
+        json.dump(record, sys.stdout, indent=2)
+        print()
+    else:
+        print(summary.format())
+    return 0

@@ -17,7 +17,15 @@ import pyarrow.parquet as pq
 
 from latentchess.errors import DataFormatError
 
-__all__ = ["SCHEMA", "ShardWriter", "shard_paths", "read_dataset", "iter_records"]
+__all__ = [
+    "SCHEMA",
+    "ShardWriter",
+    "shard_paths",
+    "read_dataset",
+    "iter_records",
+    "read_shard_metadata",
+    "shard_num_rows",
+]
 
 SCHEMA = pa.schema(
     [
@@ -59,13 +67,23 @@ class ShardWriter:
         for stale in self.directory.glob(f".{prefix}-*.tmp"):
             stale.unlink()
 
-    def write(self, records: Iterable[Mapping[str, Any]]) -> Path | None:
-        """Write one shard from row dicts (missing optional columns become null)."""
+    def write(
+        self, records: Iterable[Mapping[str, Any]], metadata: Mapping[str, str] | None = None
+    ) -> Path | None:
+        """Write one shard from row dicts (missing optional columns become null).
+
+        Args:
+            records: the rows.
+            metadata: optional Parquet key-value metadata stored in the shard's footer (resumable
+                writers keep their progress cursor there; read it with :func:`read_shard_metadata`).
+        """
         rows = list(records)
         if not rows:
             return None
         columns = {f.name: [row.get(f.name) for row in rows] for f in SCHEMA}
         table = pa.table(columns, schema=SCHEMA)
+        if metadata:
+            table = table.replace_schema_metadata(dict(metadata))
         name = f"{self.prefix}-{self.next_index:06d}.parquet"
         tmp = self.directory / f".{name}.tmp"
         pq.write_table(table, tmp, compression="zstd")
@@ -74,6 +92,23 @@ class ShardWriter:
         os.replace(tmp, self.directory / name)
         self.next_index += 1
         return self.directory / name
+
+
+def read_shard_metadata(path: str | Path) -> dict[str, str]:
+    """The key-value metadata a shard was written with (reads only the footer)."""
+    try:
+        raw = pq.read_schema(path).metadata or {}
+    except (pa.ArrowInvalid, OSError) as error:
+        raise DataFormatError(f"unreadable Parquet shard: {error}", path=path) from error
+    return {key.decode(): value.decode() for key, value in raw.items() if key != b"ARROW:schema"}
+
+
+def shard_num_rows(path: str | Path) -> int:
+    """Row count of one shard (reads only the footer)."""
+    try:
+        return int(pq.read_metadata(path).num_rows)
+    except (pa.ArrowInvalid, OSError) as error:
+        raise DataFormatError(f"unreadable Parquet shard: {error}", path=path) from error
 
 
 def read_dataset(directory: str | Path, columns: list[str] | None = None) -> pa.Table:

@@ -1,0 +1,234 @@
+"""Run labelling jobs on one Stockfish per worker process and hand results back in task order.
+
+A *job* is a top-level function ``job(labeller, payload, context) -> result``; the parent feeds
+``(index, payload)`` tasks lazily, keeps at most ``2 * workers`` in flight, and calls
+``on_result(index, result)`` strictly in the order the tasks were given (so a run commits a prefix
+of its tasks, which is what makes resuming exact). ``on_result`` returns False to stop early;
+workers then abandon their current task at the next position (``context.stopped()``).
+
+Near the end of a run the work still in flight is often enough: when ``should_finish()`` turns
+True the pool stops handing out tasks and asks running jobs to return what they have so far
+(``context.finishing()``); once those results are in, it carries on if ``on_result`` still wants
+more. This keeps the last games of a generation run from being thrown away.
+
+Workers watch their parent: if it is killed (``kill -9``), they quit at the next position and
+their Stockfish exits with them, so no orphan keeps burning a core.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.process
+import pickle
+import queue
+import signal
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import chess.engine
+
+from latentchess.data.stockfish import Labeller
+from latentchess.errors import EngineError, LatentChessError
+
+__all__ = ["LabellerSpec", "JobContext", "run_ordered"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabellerSpec:
+    """Picklable recipe for a :class:`Labeller` in a worker process."""
+
+    limit: chess.engine.Limit
+    binary: str | Path | None = None
+    hash_mb: int = 16
+    multipv: int = 1
+    max_retries: int = 3
+
+    def open(self) -> Labeller:
+        return Labeller(
+            self.limit,
+            binary=self.binary,
+            hash_mb=self.hash_mb,
+            multipv=self.multipv,
+            max_retries=self.max_retries,
+        )
+
+
+class JobContext(Protocol):
+    """What a job may ask of the pool while it runs."""
+
+    def tick(self, n: int = 1) -> None:
+        """Report ``n`` more positions labelled (drives the progress bar)."""
+
+    def stopped(self) -> bool:
+        """True when the run no longer needs this task's result."""
+
+    def finishing(self) -> bool:
+        """True when the job should return its partial result now."""
+
+
+@dataclass
+class _LocalContext:
+    on_tick: Callable[[int], None]
+    should_finish: Callable[[], bool]
+
+    def tick(self, n: int = 1) -> None:
+        self.on_tick(n)
+
+    def stopped(self) -> bool:
+        return False
+
+    def finishing(self) -> bool:
+        return self.should_finish()
+
+
+@dataclass
+class _WorkerContext:
+    results: Any  # multiprocessing queue
+    stop: Any  # multiprocessing event
+    finish: Any  # multiprocessing event
+    _parent: Any = field(default_factory=multiprocessing.parent_process)
+
+    def tick(self, n: int = 1) -> None:
+        self.results.put(("tick", n))
+
+    def stopped(self) -> bool:
+        return self.stop.is_set() or (self._parent is not None and not self._parent.is_alive())
+
+    def finishing(self) -> bool:
+        return self.finish.is_set()
+
+
+Job = Callable[[Labeller, Any, JobContext], Any]
+
+
+def _worker_main(
+    job: Job, spec: LabellerSpec, tasks: Any, results: Any, stop: Any, finish: Any
+) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
+    context = _WorkerContext(results, stop, finish)
+    try:
+        with spec.open() as labeller:
+            while not context.stopped():
+                try:
+                    task = tasks.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                if task is None:
+                    break
+                index, payload = task
+                result = job(labeller, payload, context)
+                if context.stopped():
+                    break
+                results.put(("done", index, result))
+    except BaseException as error:  # report anything, then exit: the parent decides what to do
+        try:
+            blob = pickle.dumps(error)
+        except Exception:
+            blob = pickle.dumps(EngineError(f"{type(error).__name__}: {error}"))
+        results.put(("error", blob))
+
+
+def run_ordered(
+    job: Job,
+    spec: LabellerSpec,
+    tasks: Iterable[tuple[int, Any]],
+    *,
+    workers: int,
+    on_result: Callable[[int, Any], bool],
+    on_tick: Callable[[int], None] = lambda n: None,
+    should_finish: Callable[[], bool] = lambda: False,
+) -> None:
+    """Run ``job`` over ``tasks`` on ``workers`` Stockfish processes; results in task order.
+
+    With ``workers == 1`` everything runs in this process (no multiprocessing at all).
+
+    Raises:
+        EngineError: a worker died or Stockfish kept crashing; other errors a job raised are
+            re-raised here.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers!r}")
+    if workers == 1:
+        with spec.open() as labeller:
+            context = _LocalContext(on_tick, should_finish)
+            for index, payload in tasks:
+                if not on_result(index, job(labeller, payload, context)):
+                    return
+        return
+    ctx = multiprocessing.get_context("spawn")  # no fork of a parent that has threads (tqdm)
+    task_queue = ctx.Queue()
+    result_queue = ctx.Queue()
+    stop = ctx.Event()
+    finish = ctx.Event()
+    processes = [
+        ctx.Process(
+            target=_worker_main,
+            args=(job, spec, task_queue, result_queue, stop, finish),
+            daemon=True,
+            name=f"latentchess-labeller-{i}",
+        )
+        for i in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    task_iter = iter(tasks)
+    in_flight: deque[int] = deque()
+    finished: dict[int, Any] = {}
+    exhausted = False
+
+    def dispatch() -> None:
+        nonlocal exhausted
+        while not exhausted and not finish.is_set() and len(in_flight) < 2 * workers:
+            try:
+                index, payload = next(task_iter)
+            except StopIteration:
+                exhausted = True
+                return
+            task_queue.put((index, payload))
+            in_flight.append(index)
+
+    try:
+        dispatch()
+        while in_flight:
+            if not finish.is_set() and should_finish():
+                finish.set()
+            try:
+                message = result_queue.get(timeout=1.0)
+            except queue.Empty:
+                dead = [p for p in processes if not p.is_alive()]
+                if dead:
+                    raise EngineError(
+                        f"labelling worker {dead[0].name} exited with status {dead[0].exitcode}"
+                    ) from None
+                continue
+            kind = message[0]
+            if kind == "tick":
+                on_tick(message[1])
+            elif kind == "error":
+                error = pickle.loads(message[1])
+                if isinstance(error, LatentChessError):
+                    raise error
+                raise EngineError(f"labelling worker failed: {error!r}") from error
+            else:
+                finished[message[1]] = message[2]
+                while in_flight and in_flight[0] in finished:
+                    index = in_flight.popleft()
+                    if not on_result(index, finished.pop(index)):
+                        return
+                if not in_flight and finish.is_set():
+                    finish.clear()  # what was in flight was not enough after all: carry on
+                dispatch()
+    finally:
+        stop.set()
+        for _ in processes:
+            task_queue.put(None)
+        for process in processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=5)
+        task_queue.cancel_join_thread()
+        result_queue.cancel_join_thread()

@@ -1,0 +1,350 @@
+"""Matches between any two engines of the common interface, recorded as PGN.
+
+Schedule: round ``r`` (1-based) plays opening ``(r - 1) // 2`` (cycling when there are fewer
+openings than pairs of games), player 1 White in odd rounds and Black in even ones, so every opening
+is played with both colours. Games run concurrently on ``workers`` threads; each thread owns its own
+engine instances (external engines are processes; one thinks at a time per game, so a worker keeps
+about one core busy). An engine that crashed, hung or cheated is restarted for the next game.
+
+Each finished game is appended to the PGN at once, so an interrupted run keeps every finished game,
+and a later run with the same event, players and openings skips the rounds already in the file
+(resume); a file whose rounds disagree with this run's schedule is refused. How a single game is
+played, ended and recorded: :mod:`latentchess.evaluation.game`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import io
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import chess
+import chess.engine
+import chess.pgn
+
+from latentchess.engines.base import Engine
+from latentchess.errors import DataFormatError, LatentChessError
+from latentchess.evaluation.elo import EloDiff, GameOutcome, score_elo
+from latentchess.evaluation.game import (
+    Adjudication,
+    GameRecord,
+    Player,
+    describe_engine,
+    play_game,
+)
+from latentchess.evaluation.openings import Opening
+
+__all__ = [
+    "Player",
+    "Adjudication",
+    "MatchConfig",
+    "GameRecord",
+    "MatchResult",
+    "run_match",
+    "play_game",
+    "default_workers",
+    "describe_engine",
+]
+
+
+def default_workers() -> int:
+    """Concurrent games by default: 2, or 1 on a single core."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatchConfig:
+    """What a match plays.
+
+    Attributes:
+        games: total rounds (each opening is used for two consecutive rounds).
+        workers: games played concurrently.
+        event: PGN ``Event``; resuming matches it.
+        site: PGN ``Site``.
+        time_margin: seconds a clock may go below zero before the side loses on time.
+        max_plies: a game still going at this many plies is drawn (adjudication).
+        adjudication: optional early ends.
+        progress: show a progress bar on stderr.
+    """
+
+    games: int
+    workers: int = field(default_factory=default_workers)
+    event: str = "latentchess match"
+    site: str = "?"
+    time_margin: float = 0.1
+    max_plies: int = 600
+    adjudication: Adjudication | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.games < 1:
+            raise LatentChessError(f"a match needs at least one game, got {self.games}")
+        if self.workers < 1:
+            raise LatentChessError(f"workers must be at least 1, got {self.workers}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatchResult:
+    """All games of a match between ``player1`` and ``player2`` (resumed ones included).
+
+    Attributes:
+        player1, player2: names.
+        games: the games, by round.
+        resumed: how many were read back from the PGN rather than played now.
+    """
+
+    player1: str
+    player2: str
+    games: list[GameRecord]
+    resumed: int = 0
+
+    @property
+    def score(self) -> tuple[int, int, int]:
+        """Player 1's wins, draws, losses."""
+        wins = draws = losses = 0
+        for game in self.games:
+            points = _points(game, self.player1)
+            wins += points == 1.0
+            draws += points == 0.5
+            losses += points == 0.0
+        return wins, draws, losses
+
+    def elo(self) -> EloDiff:
+        """Player 1's Elo difference over player 2, with its 95% interval."""
+        return score_elo(*self.score)
+
+    def summary(self) -> str:
+        """One line: score and Elo difference."""
+        wins, draws, losses = self.score
+        return (
+            f"{self.player1} vs {self.player2}: +{wins} ={draws} -{losses} "
+            f"({len(self.games)} games), Elo difference {self.elo()}"
+        )
+
+
+def _points(game: GameRecord, player: str) -> float:
+    white_points = {"1-0": 1.0, "0-1": 0.0}.get(game.result, 0.5)
+    return white_points if game.white == player else 1.0 - white_points
+
+
+# --- the match ---------------------------------------------------------------------------------
+
+
+class _Engines:
+    """Engines per worker thread, created on first use and after crashes; closed at the end."""
+
+    def __init__(self, makers: Sequence[Callable[[], Engine]]) -> None:
+        self.makers = list(makers)
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.created: list[Engine] = []
+
+    def get(self, slot: int) -> Engine:
+        mine: dict[int, Engine] = self.local.__dict__.setdefault("engines", {})
+        if slot not in mine:
+            engine = self.makers[slot]()
+            with self.lock:
+                self.created.append(engine)
+            mine[slot] = engine
+        return mine[slot]
+
+    def discard(self, slot: int) -> None:
+        mine: dict[int, Engine] = self.local.__dict__.setdefault("engines", {})
+        engine = mine.pop(slot, None)
+        if engine is not None:
+            _close_quietly(engine)
+
+    def close_all(self) -> None:
+        with self.lock:
+            for engine in self.created:
+                _close_quietly(engine)
+            self.created.clear()
+
+
+def _close_quietly(engine: Engine) -> None:
+    with contextlib.suppress(Exception):  # closing a crashed engine may fail: nothing to do
+        engine.close()
+
+
+def run_match(
+    player1: Player,
+    player2: Player,
+    openings: Sequence[Opening],
+    config: MatchConfig,
+    *,
+    pgn_path: str | Path | None = None,
+    on_game: Callable[[GameRecord, MatchResult], None] | None = None,
+) -> MatchResult:
+    """Play (or finish) a match; see the module docstring.
+
+    Args:
+        player1, player2: the players (distinct names).
+        openings: opening list; round ``r`` uses ``openings[((r - 1) // 2) % len(openings)]``.
+        config: games, workers, adjudication, ...
+        pgn_path: append games here; rounds of this match already in the file are skipped.
+        on_game: called in the main thread after each finished game.
+
+    Raises:
+        LatentChessError: for an invalid setup, a resumed file that disagrees with this run's
+            schedule, or an engine that cannot be (re)started (finished games are kept).
+    """
+    if player1.name == player2.name:
+        raise LatentChessError(
+            f"both players are named {player1.name!r}; give one a different name (spec name=...)"
+        )
+    if not openings:
+        raise LatentChessError("no openings to play")
+    schedule = {r: openings[((r - 1) // 2) % len(openings)] for r in range(1, config.games + 1)}
+    done = _resume(pgn_path, player1, player2, config, schedule) if pgn_path else {}
+    result = MatchResult(
+        player1=player1.name,
+        player2=player2.name,
+        games=sorted(done.values(), key=_round),
+        resumed=len(done),
+    )
+    todo = [r for r in schedule if r not in done]
+    if not todo:
+        return result
+    makers: list[Callable[[], Engine]] = [player1.make, player2.make]
+    if config.adjudication is not None:
+        makers.append(config.adjudication.make)
+    engines = _Engines(makers)
+
+    def play_round(round_number: int) -> GameRecord:
+        first_white = round_number % 2 == 1
+        slots = (0, 1) if first_white else (1, 0)
+        sides = (player1, player2) if first_white else (player2, player1)
+        white = (sides[0], engines.get(slots[0]))
+        black = (sides[1], engines.get(slots[1]))
+        adjudicator = engines.get(2) if config.adjudication is not None else None
+        record, crashed = play_game(
+            round_number=round_number,
+            opening=schedule[round_number],
+            white=white,
+            black=black,
+            config=config,
+            adjudicator=adjudicator,
+        )
+        for which in crashed:
+            engines.discard({"white": slots[0], "black": slots[1], "adjudicator": 2}[which])
+        return record
+
+    progress = _progress(config, len(schedule), len(done), player1.name, player2.name)
+    handle = _open_pgn(pgn_path)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=config.workers)
+    finished = False
+    try:
+        futures = [pool.submit(play_round, r) for r in todo]
+        for future in concurrent.futures.as_completed(futures):
+            record = future.result()
+            if handle is not None:
+                handle.write(record.pgn + "\n\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            result.games.append(record)
+            result.games.sort(key=_round)
+            if progress is not None:
+                wins, draws, losses = result.score
+                progress.set_postfix_str(f"+{wins}={draws}-{losses} elo {result.elo()}")
+                progress.update(1)
+            if on_game is not None:
+                on_game(record, result)
+        finished = True
+    finally:
+        # On an error or Ctrl-C, games in flight are abandoned (their engines are closed under
+        # them); every game already written stays in the PGN.
+        pool.shutdown(wait=finished, cancel_futures=True)
+        if progress is not None:
+            progress.close()
+        if handle is not None:
+            handle.close()
+        engines.close_all()
+    return result
+
+
+def _round(game: GameRecord) -> int:
+    return game.round
+
+
+def _progress(config: MatchConfig, total: int, initial: int, name1: str, name2: str) -> object:
+    if not config.progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=f"{name1} vs {name2}", unit="game")
+
+
+def _open_pgn(path: str | Path | None) -> io.TextIOWrapper | None:
+    if path is None:
+        return None
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    needs_separator = path.exists() and path.stat().st_size > 0
+    handle = path.open("a", encoding="utf-8")
+    if needs_separator:
+        handle.write("\n")
+    return handle  # type: ignore[return-value]
+
+
+def _resume(
+    path: str | Path,
+    player1: Player,
+    player2: Player,
+    config: MatchConfig,
+    schedule: dict[int, Opening],
+) -> dict[int, GameRecord]:
+    """Finished rounds of this match already in ``path``."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    done: dict[int, GameRecord] = {}
+    names = {player1.name, player2.name}
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        while (h := chess.pgn.read_headers(handle)) is not None:
+            if h.get("Event") != config.event or {h.get("White"), h.get("Black")} != names:
+                continue
+            if h.get("Result") not in ("1-0", "0-1", "1/2-1/2"):
+                continue  # an unfinished game is played again
+            try:
+                number = int(h.get("Round", ""))
+            except ValueError as error:
+                raise DataFormatError(
+                    f"game with bad Round {h.get('Round')!r}", path=path
+                ) from error
+            if number not in schedule:
+                continue  # beyond this run's game count: kept in the file, not counted
+            expected_white = player1.name if number % 2 == 1 else player2.name
+            opening = schedule[number]
+            start_fen = h.get("FEN", chess.STARTING_FEN)
+            if (
+                h.get("White") != expected_white
+                or h.get("Opening") != opening.name
+                or start_fen != opening.fen
+            ):
+                raise DataFormatError(
+                    f"round {number} in the file ({h.get('White')} as White, opening "
+                    f"{h.get('Opening')!r}) disagrees with this run's schedule ({expected_white} "
+                    f"as White, opening {opening.name!r}): resume with the same openings and seed",
+                    path=path,
+                )
+            done[number] = GameRecord(
+                round=number,
+                white=h["White"],
+                black=h["Black"],
+                result=h["Result"],
+                termination=h.get("Termination", "?"),
+                details=h.get("TerminationDetails", ""),
+                plies=int(h.get("PlyCount", "0") or 0),
+                opening=h.get("Opening", ""),
+            )
+    return done
+
+
+def games_to_outcomes(games: Sequence[GameRecord]) -> list[GameOutcome]:
+    """Outcomes of game records, for :func:`latentchess.evaluation.elo.fit_bayeselo`."""
+    return [game.outcome() for game in games]

@@ -1,0 +1,296 @@
+"""Inference with a trained encoder: positions -> unit embeddings -> alignment with the axis.
+
+:class:`LatentModel` bundles an :class:`~latentchess.models.encoder.Encoder`, the advantage axis
+(paper section 3.3: mean embedding of White-mates minus mean embedding of Black-mates) and the
+model's metadata. It runs in eval mode under ``torch.inference_mode``, batches internally, and
+always returns float32 numpy arrays; embeddings are re-normalised in float32 after reduced-precision
+matrix work.
+
+Precision (see ``benchmarks/results/inference.md`` for the measurements behind the choice):
+
+* ``"fp32"``: plain float32.
+* ``"bf16"``: matrix work in bfloat16 (weights cast to bfloat16 on CPU, autocast on CUDA). Worth it
+  only on CPUs with native bfloat16 matrix units (AMX / AVX512-BF16); elsewhere it is emulated and
+  5-10x *slower* than float32 (measured on an AVX2 EPYC). Cosine to the float32 embedding stays
+  above 0.9999.
+* ``"fp16"``: CUDA only, autocast to float16 (for GPUs without bfloat16).
+* ``"auto"``: CUDA -> ``"bf16"`` (``"fp16"`` where bfloat16 is unsupported); CPU -> ``"bf16"`` when
+  the CPU has native bfloat16 support, else ``"fp32"``.
+
+ONNX Runtime was measured too: float32 is within ~20% of PyTorch's fused encoder-layer kernels
+(not worth a second backend), and dynamic int8 quantisation falls far below the fidelity bar
+(cosine ~0.93), so neither is a precision here; :mod:`latentchess.models.export` writes ONNX files.
+
+Threads: PyTorch's intra-op pool is process-wide. On a machine whose cores are busy with other
+work (Stockfish, another process), two threads can be 10-100x slower than one for small batches,
+because every parallel region waits for a descheduled thread. ``threads=1`` pins inference to
+one thread per call (and restores the previous setting afterwards); ``None`` leaves it alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import chess
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from latentchess.encoding import SEQUENCE_LENGTH, VOCAB_SIZE, tokenize_batch
+from latentchess.models.config import EncoderConfig
+from latentchess.models.encoder import Encoder
+
+__all__ = ["LatentModel", "PRECISIONS", "resolve_device", "resolve_precision", "cpu_has_fast_bf16"]
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+"""Accepted values of the ``precision`` argument; ``"auto"`` resolves to one of the others."""
+
+FloatArray = npt.NDArray[np.float32]
+Position = str | chess.Board
+
+
+def cpu_has_fast_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively (AMX or AVX512-BF16).
+
+    PyTorch reports the best vector ISA it dispatches to (``"AVX512"``, ``"AMX"``...); oneDNN
+    knows whether bfloat16 is supported in hardware rather than emulated.
+    """
+    capability = torch.backends.cpu.get_cpu_capability().upper()
+    if "AMX" in capability:
+        return True
+    mkldnn = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
+    if mkldnn is None or "AVX512" not in capability:
+        return False
+    try:
+        return bool(mkldnn())
+    except RuntimeError:
+        return False
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``None`` means CPU: library code never moves to a GPU on its own."""
+    return torch.device("cpu") if device is None else torch.device(device)
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """Map a requested precision to ``"fp32"``, ``"bf16"`` or (CUDA) ``"fp16"`` for ``device``.
+
+    Raises:
+        ValueError: ``precision`` is not one of :data:`PRECISIONS`, or ``"fp16"`` off CUDA.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose from {list(PRECISIONS)}")
+    if precision == "fp16" and device.type != "cuda":
+        raise ValueError(f"precision 'fp16' needs a CUDA device, got {str(device)!r}")
+    if precision != "auto":
+        return precision
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if device.type == "cpu" and cpu_has_fast_bf16():
+        return "bf16"
+    return "fp32"
+
+
+class LatentModel:
+    """A loaded encoder plus its advantage axis, ready to embed and score positions.
+
+    Attributes:
+        encoder: the network, in eval mode on :attr:`device` (bfloat16 weights when
+            :attr:`precision` is ``"bf16"`` on CPU).
+        config: the encoder's architecture.
+        axis: ``(D,)`` float32 advantage axis as stored (not necessarily unit length).
+        metadata: everything else from the model's ``config.json`` (``axis_counts``,
+            ``calibration``, ``training``, ``metrics``...).
+        device: where the encoder runs.
+        precision: resolved precision, ``"fp32"`` or ``"bf16"`` (``"fp16"`` on CUDA).
+        threads: PyTorch intra-op threads used per call, or ``None`` for the process setting.
+        path: the model directory it was loaded from, or ``None`` when built in memory.
+    """
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        axis: npt.ArrayLike,
+        *,
+        metadata: dict[str, Any] | None = None,
+        precision: str = "auto",
+        device: str | torch.device | None = None,
+        threads: int | None = None,
+        path: Path | None = None,
+    ) -> None:
+        self.config: EncoderConfig = encoder.config
+        axis_array = np.asarray(axis, dtype=np.float32).reshape(-1)
+        if axis_array.shape != (self.config.dim,):
+            raise ValueError(
+                f"axis must have {self.config.dim} values (the embedding dim), "
+                f"got shape {np.shape(axis)}"
+            )
+        norm = float(np.linalg.norm(axis_array))
+        if not math.isfinite(norm) or norm == 0.0:
+            raise ValueError(f"axis must be finite and non-zero, got norm {norm!r}")
+        self.axis: FloatArray = axis_array
+        self._unit_axis: FloatArray = axis_array / np.float32(norm)
+        self.metadata: dict[str, Any] = dict(metadata or {})
+        self.device: torch.device = resolve_device(device)
+        self.precision: str = resolve_precision(precision, self.device)
+        if threads is not None and (not isinstance(threads, int) or threads <= 0):
+            raise ValueError(f"threads must be a positive int or None, got {threads!r}")
+        self.threads = threads
+        self.path = path
+        encoder = encoder.to(self.device).eval()
+        if self.precision == "bf16" and self.device.type != "cuda":
+            # CPU: bfloat16 weights beat autocast (no per-call weight casts); see the benchmark.
+            encoder = encoder.to(torch.bfloat16)
+        self.encoder: Encoder = encoder
+
+    @classmethod
+    def from_encoder(
+        cls,
+        encoder: Encoder,
+        axis: npt.ArrayLike,
+        metadata: dict[str, Any] | None = None,
+        precision: str = "auto",
+        device: str | torch.device | None = None,
+        threads: int | None = None,
+    ) -> LatentModel:
+        """Wrap an in-memory encoder (e.g. during training) without saving it first.
+
+        The encoder is moved to ``device`` and put in eval mode; with ``"bf16"`` on CPU its weights
+        are cast, so pass a copy if you keep training it.
+        """
+        return cls(
+            encoder, axis, metadata=metadata, precision=precision, device=device, threads=threads
+        )
+
+    def __repr__(self) -> str:
+        where = f", path={str(self.path)!r}" if self.path else ""
+        return (
+            f"LatentModel(config={self.config.name!r}, dim={self.config.dim}, "
+            f"device={str(self.device)!r}, precision={self.precision!r}{where})"
+        )
+
+    # -- embeddings -------------------------------------------------------------------------
+
+    def embed_tokens(self, tokens: npt.ArrayLike, batch_size: int = 1024) -> FloatArray:
+        """Embed tokenized positions.
+
+        Args:
+            tokens: ``(N, 77)`` integer array (``tokenize_batch`` output); ``N`` may be 0.
+            batch_size: positions per forward pass.
+
+        Returns:
+            ``(N, D)`` float32 array of unit vectors.
+
+        Raises:
+            ValueError: wrong shape or token indices outside the vocabulary.
+        """
+        array = np.asarray(tokens)
+        if array.ndim != 2 or array.shape[1] != SEQUENCE_LENGTH:
+            raise ValueError(f"expected tokens of shape (N, {SEQUENCE_LENGTH}), got {array.shape}")
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size!r}")
+        out = np.empty((array.shape[0], self.config.dim), dtype=np.float32)
+        if array.shape[0] == 0:
+            return out
+        if array.min() < 0 or array.max() >= VOCAB_SIZE:
+            raise ValueError(
+                f"token indices must lie in [0, {VOCAB_SIZE}), got range "
+                f"[{int(array.min())}, {int(array.max())}]"
+            )
+        previous_threads = torch.get_num_threads()
+        if self.threads is not None and self.threads != previous_threads:
+            torch.set_num_threads(self.threads)
+        try:
+            with torch.inference_mode():
+                for start in range(0, array.shape[0], batch_size):
+                    chunk = np.ascontiguousarray(array[start : start + batch_size])
+                    out[start : start + len(chunk)] = self._forward(torch.from_numpy(chunk)).numpy()
+        finally:
+            if torch.get_num_threads() != previous_threads:
+                torch.set_num_threads(previous_threads)
+        return out
+
+    def _forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """One batch: ``(B, 77)`` tokens -> ``(B, D)`` float32 unit vectors on CPU."""
+        tokens = tokens.to(self.device, torch.long)
+        if self.device.type == "cuda" and self.precision != "fp32":
+            dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
+            with torch.autocast(device_type="cuda", dtype=dtype):
+                z = self.encoder(tokens)
+        else:
+            z = self.encoder(tokens)
+        # Renormalise in float32: bfloat16 rounding leaves norms ~1e-3 off unity.
+        return torch.nn.functional.normalize(z.float(), dim=-1).cpu()
+
+    def embed(self, positions: Iterable[Position] | Position, batch_size: int = 1024) -> FloatArray:
+        """Embed positions given as FEN strings or boards.
+
+        Args:
+            positions: one position or an iterable of them (may be empty).
+            batch_size: positions per forward pass.
+
+        Returns:
+            ``(N, D)`` float32 unit vectors; a single position gives ``N = 1``.
+
+        Raises:
+            InvalidFenError: a FEN that cannot be tokenized.
+        """
+        return self.embed_tokens(_tokenize(positions), batch_size=batch_size)
+
+    # -- scores -----------------------------------------------------------------------------
+
+    def score_tokens(self, tokens: npt.ArrayLike, batch_size: int = 1024) -> FloatArray:
+        """Cosine between each position's embedding and the axis: ``(N,)`` float32 in [-1, 1].
+
+        Positive means good for White (the axis points from Black-wins to White-wins).
+        """
+        return self.scores_of(self.embed_tokens(tokens, batch_size=batch_size))
+
+    def score(self, positions: Iterable[Position] | Position, batch_size: int = 1024) -> FloatArray:
+        """Like :meth:`score_tokens` for FEN strings or boards; one position gives ``(1,)``."""
+        return self.score_tokens(_tokenize(positions), batch_size=batch_size)
+
+    def scores_of(self, embeddings: npt.ArrayLike) -> FloatArray:
+        """Cosine with the axis of already computed unit embeddings ``(N, D)`` -> ``(N,)``."""
+        emb = np.asarray(embeddings, dtype=np.float32)
+        return np.clip(emb @ self._unit_axis, -1.0, 1.0).astype(np.float32)
+
+    def win_probability(self, scores: npt.ArrayLike | float) -> FloatArray | float:
+        """White's win probability from axis cosines.
+
+        With ``metadata["calibration"] = {"kind": "logistic", "slope": a, "intercept": b}``:
+        ``p = 1 / (1 + exp(-(a * cos + b)))``. Without a calibration the fallback is the linear
+        map ``p = (cos + 1) / 2`` (clipped to [0, 1]): monotone, so it keeps the ranking, but its
+        values are not calibrated probabilities.
+
+        Returns:
+            A float for a scalar input, else a float32 array of the input's shape.
+
+        Raises:
+            ValueError: a calibration of unknown kind or with missing fields.
+        """
+        cos = np.asarray(scores, dtype=np.float64)
+        calibration = self.metadata.get("calibration")
+        if calibration is None:
+            p = np.clip((cos + 1.0) / 2.0, 0.0, 1.0)
+        else:
+            kind = calibration.get("kind") if isinstance(calibration, dict) else None
+            if kind != "logistic" or not {"slope", "intercept"} <= set(calibration):
+                raise ValueError(
+                    "calibration must be {'kind': 'logistic', 'slope': a, 'intercept': b}, "
+                    f"got {calibration!r}"
+                )
+            logit = float(calibration["slope"]) * cos + float(calibration["intercept"])
+            p = 0.5 * (1.0 + np.tanh(0.5 * logit))  # the logistic function, overflow-free
+        if np.ndim(scores) == 0:
+            return float(p)
+        return p.astype(np.float32)
+
+
+def _tokenize(positions: Iterable[Position] | Position) -> npt.NDArray[np.uint8]:
+    if isinstance(positions, str | chess.Board):
+        positions = [positions]
+    return tokenize_batch(positions)

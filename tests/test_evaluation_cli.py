@@ -1,0 +1,94 @@
+"""The evaluation subcommands end to end: match, elo, epd, puzzles, and their error reporting."""
+
+from __future__ import annotations
+
+import json
+
+import chess.pgn
+import pytest
+
+from evaluation_fixtures import require_stockfish
+from latentchess.cli import main
+
+OPENINGS = '[Opening "Italian"]\n[ECO "C50"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 *\n'
+
+
+def count_games(path) -> int:
+    with open(path, encoding="utf-8") as handle:
+        return sum(1 for _ in iter(lambda: chess.pgn.read_headers(handle), None))
+
+
+def test_match_then_elo(tmp_path, capsys) -> None:
+    require_stockfish()
+    openings = tmp_path / "openings.pgn"
+    openings.write_text(OPENINGS, encoding="utf-8")
+    pgn, out = tmp_path / "games.pgn", tmp_path / "match.json"
+    argv = [
+        "match", "stockfish:skill=0", "random:seed=1", "--games", "2", "--limit", "depth=1",
+        "--limit2", "10ms", "--openings", str(openings), "--pgn", str(pgn), "--json", str(out),
+        "--no-progress",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "stockfish:skill=0 vs random:seed=1" in printed and "terminations:" in printed
+    summary = json.loads(out.read_text(encoding="utf-8"))
+    assert sum(summary["score"].values()) == 2 and len(summary["games"]) == 2
+    assert summary["limit2"] == "time=0.01"
+    assert count_games(pgn) == 2
+    assert main([*argv[:4], "3", *argv[5:]]) == 0  # resume: one more game only
+    assert count_games(pgn) == 3
+
+    fit_json = tmp_path / "fit.json"
+    assert (
+        main(["elo", str(pgn), "--anchor", "stockfish:skill=0=1500", "--json", str(fit_json)]) == 0
+    )
+    table = capsys.readouterr().out
+    assert "stockfish:skill=0" in table and "anchor" in table
+    fit = json.loads(fit_json.read_text(encoding="utf-8"))
+    assert {r["name"] for r in fit["ratings"]} == {"stockfish:skill=0", "random:seed=1"}
+
+
+def test_epd_and_puzzles(tmp_path, capsys) -> None:
+    require_stockfish()
+    suite = tmp_path / "suite.epd"
+    suite.write_text(
+        '1k1r4/pp1b1R2/3q2pp/4p3/2B5/4Q3/PPP2B2/2K5 b - - bm Qd1+; id "BK.01";\nthis is not epd\n',
+        encoding="utf-8",
+    )
+    report = tmp_path / "epd.json"
+    argv = ["epd", str(suite), "--engine", "stockfish", "--limit", "depth=6", "--no-progress"]
+    assert main([*argv, "--json", str(report)]) == 0
+    captured = capsys.readouterr()
+    assert f"{suite}:2" in captured.err and "BK" in captured.out
+    assert json.loads(report.read_text(encoding="utf-8"))["solved"] == 1
+    assert main([*argv, "--strict"]) == 2
+    assert f"{suite}:2" in capsys.readouterr().err
+
+    puzzles = tmp_path / "puzzles.csv"
+    puzzles.write_text(
+        "PuzzleId,FEN,Moves,Rating,RatingDeviation,Popularity,NbPlays,Themes,GameUrl,OpeningTags\n"
+        "CJi0b,6k1/p1p2ppp/1pqp2r1/3Q4/8/1P6/P1P2PPP/4RK2 b - - 8 22,c6d5 e1e8,400,116,81,1125,"
+        "mate mateIn1,https://lichess.org/zhWsNjI8/black#44,\n",
+        encoding="utf-8",
+    )
+    chart = tmp_path / "chart.png"
+    argv = ["puzzles", "solve", str(puzzles), "--engine", "stockfish", "--limit", "depth=2"]
+    assert main([*argv, "--plot", str(chart), "--no-progress"]) == 0
+    assert "solved 1/1" in capsys.readouterr().out and chart.stat().st_size > 0
+
+
+def test_errors_are_reported_clearly(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.pgn"
+    bad.write_text("1. e4 e5 2. Ke3 *\n", encoding="utf-8")
+    argv = ["match", "random", "random:seed=2", "--openings", str(bad), "--games", "2"]
+    assert main([*argv, "--no-progress"]) == 2
+    assert f"error: {bad}:1: bad PGN game" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["match", "nosuch", "random"])
+    assert "unknown engine kind 'nosuch'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["match", "random", "random:seed=1", "--limit", "depth=fast"])
+    assert "bad limit item 'depth=fast'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["match", "--list-engines"])
+    assert "stockfish" in capsys.readouterr().out

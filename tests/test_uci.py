@@ -1,0 +1,304 @@
+"""The UCI engine: command parsing, positions, scripted transcripts, and a real game over a pipe."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import chess
+import chess.engine
+import numpy as np
+import pytest
+import torch
+
+from latentchess.models import Encoder, EncoderConfig
+from latentchess.models.io import save_model
+from latentchess.search import SearchConfig
+from latentchess.uci import (
+    Debug,
+    Go,
+    IsReady,
+    Position,
+    PositionError,
+    Quit,
+    SetOption,
+    Stop,
+    Uci,
+    UciSession,
+    Unknown,
+    build_position,
+    go_limit,
+    parse_command,
+)
+
+MICRO = EncoderConfig(name="micro", layers=1, hidden=32, heads=4, mlp=64, dim=16)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    axis = np.random.default_rng(0).normal(size=MICRO.dim)
+    return save_model(tmp_path_factory.mktemp("models") / "micro", Encoder(MICRO), axis=axis)
+
+
+# -- parsing --------------------------------------------------------------------------------------
+
+
+def test_parse_simple_commands() -> None:
+    assert parse_command("uci") == Uci()
+    assert parse_command("  isready \n") == IsReady()
+    assert parse_command("stop") == Stop() and parse_command("quit") == Quit()
+    assert parse_command("") is None and parse_command("   ") is None
+    assert parse_command("joho debug on") == Debug(True)  # unknown leading tokens are skipped
+    assert isinstance(parse_command("debug maybe"), Unknown)
+    unknown = parse_command("xyzzy plugh")
+    assert isinstance(unknown, Unknown) and unknown.problem == "unknown command"
+
+
+def test_parse_position() -> None:
+    assert parse_command("position startpos") == Position(None)
+    assert parse_command("position startpos moves e2e4 e7e5") == Position(None, ("e2e4", "e7e5"))
+    fen = "8/8/8/8/8/8/8/K1k5 w - - 0 1"
+    assert parse_command(f"position fen {fen} moves a1a2") == Position(fen, ("a1a2",))
+    for bad in ("position", "position sideways", "position fen"):
+        assert isinstance(parse_command(bad), Unknown), bad
+
+
+def test_parse_go_and_setoption() -> None:
+    go = parse_command("go wtime 60000 btime 50000 winc 1000 binc 1000 movestogo 20")
+    assert go == Go(wtime=60000, btime=50000, winc=1000, binc=1000, movestogo=20)
+    limit = go_limit(go)
+    assert limit.white_clock == 60.0 and limit.black_inc == 1.0 and limit.remaining_moves == 20
+    assert go_limit(parse_command("go movetime 250")).time == 0.25
+    assert parse_command("go infinite") == Go(infinite=True)
+    assert parse_command("go depth 3 nodes 500").nodes == 500
+    go = parse_command("go depth banana frobnicate movetime 100")
+    assert go.movetime == 100 and go.depth is None and len(go.problems) == 2
+    assert "banana" in go.problems[0] and "frobnicate" in go.problems[1]
+    go = parse_command("go searchmoves e2e4 d2d4 depth 2")
+    assert go.searchmoves == ("e2e4", "d2d4") and go.depth == 2
+    assert parse_command("setoption name Move Overhead value 100") == SetOption(
+        "Move Overhead", "100"
+    )
+    assert parse_command("setoption name Clear Hash") == SetOption("Clear Hash")
+    assert isinstance(parse_command("setoption value 3"), Unknown)
+
+
+@pytest.mark.parametrize(
+    ("fen", "problem"),
+    [
+        ("8/8/8/8/8/8/8/k7 w - - 0 1", "no white king"),
+        ("K7/8/8/8/8/8/8/k6K w - - 0 1", "too many kings"),
+        ("k7/8/8/8/8/8/8/R6K w - - 0 1", "side not to move is in check"),
+        ("k7/8/8/8/8/8/8/KP6 w - - 0 1", "pawns on the first or eighth rank"),
+        ("not a fen", "bad FEN"),
+        ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0", None),  # lenient: 5 fields
+    ],
+)
+def test_build_position_refuses_invalid_positions(fen: str, problem: str | None) -> None:
+    if problem is None:
+        board, _ = build_position(Position(fen))
+        assert board.is_valid()
+        return
+    with pytest.raises(PositionError, match=problem):
+        build_position(Position(fen))
+
+
+def test_build_position_moves_and_repairs() -> None:
+    board, warnings = build_position(Position(None, ("e2e4", "e7e5", "g1f3")))
+    assert board.fen().startswith("rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b")
+    assert len(board.move_stack) == 3 and warnings == []
+    with pytest.raises(PositionError, match=r"illegal move 2 'e2e4'"):
+        build_position(Position(None, ("e2e4", "e2e4")))
+    with pytest.raises(PositionError, match="not a UCI move"):
+        build_position(Position(None, ("e2e4", "banana")))
+    board, warnings = build_position(Position("4k3/8/8/8/8/8/8/4K3 w KQkq - 0 1"))
+    assert board.castling_rights == 0 and "castling" in warnings[0]
+
+
+# -- scripted transcripts -------------------------------------------------------------------------
+
+
+class Transcript:
+    """Feeds lines to a UciSession and collects what it writes."""
+
+    def __init__(self, **options: object) -> None:
+        self.lines: list[str] = []
+        self.changed = threading.Condition()
+        self.session = UciSession(self._write, **options)  # type: ignore[arg-type]
+
+    def _write(self, line: str) -> None:
+        with self.changed:
+            self.lines.append(line)
+            self.changed.notify_all()
+
+    def send(self, *lines: str) -> bool:
+        alive = True
+        for line in lines:
+            alive = self.session.handle_line(line)
+        return alive
+
+    def wait_for(self, prefix: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while True:
+                found = [line for line in self.lines if line.startswith(prefix)]
+                if found:
+                    self.lines.remove(found[0])
+                    return found[0]
+                remaining = deadline - time.monotonic()
+                assert remaining > 0, f"no {prefix!r} in {self.lines}"
+                self.changed.wait(remaining)
+
+    def infos(self) -> list[str]:
+        return [line for line in self.lines if line.startswith("info string")]
+
+
+def bestmove(transcript: Transcript) -> str:
+    return transcript.wait_for("bestmove").split()[1]
+
+
+def test_handshake_options_and_a_search(model_dir: Path) -> None:
+    t = Transcript(model=model_dir, config=SearchConfig(depth=3))
+    t.send("uci")
+    assert t.wait_for("id name").endswith("latentchess")
+    t.wait_for("uciok")
+    names = [line.split(" type ")[0] for line in t.lines if line.startswith("option name")]
+    for option in ("Model", "Depth", "Width", "Mode", "Threads", "Hash", "Move Overhead"):
+        assert f"option name {option}" in names
+    t.send("isready")
+    t.wait_for("readyok")
+    t.send("ucinewgame", "position startpos moves e2e4 e7e5", "go depth 2")
+    move = bestmove(t)
+    board = chess.Board()
+    board.push_uci("e2e4")
+    board.push_uci("e7e5")
+    assert chess.Move.from_uci(move) in board.legal_moves
+    info = [line for line in t.lines if line.startswith("info depth")]
+    assert [line.split()[2] for line in info] == ["1", "2"]
+    assert all(" score cp " in line or " score mate " in line for line in info)
+    assert all(" nodes " in line and " nps " in line and " pv " in line for line in info)
+    assert t.send("quit") is False
+
+
+def test_malformed_and_invalid_input_is_reported_not_fatal(model_dir: Path) -> None:
+    t = Transcript(model=model_dir, config=SearchConfig(depth=2))
+    t.send("uci", "isready")
+    t.wait_for("readyok")
+    t.send("go depth 1")  # no position yet
+    assert bestmove(t) == "0000"
+    t.send(
+        "flibbertigibbet",
+        "position fen 8/8/8/8/8/8/8/k7 w - - 0 1",
+        "position startpos moves e2e4 e2e4",
+        "setoption name Depth value deep",
+        "setoption name Width value 0",
+        "setoption name Warp Drive value on",
+        "setoption name Mode value mcts",
+    )
+    infos = "\n".join(t.infos())
+    for needle in (
+        "unknown command",
+        "no white king",
+        "illegal move 2 'e2e4'",
+        "needs an integer",
+        "must lie in [1, 256]",
+        "unknown option 'Warp Drive'",
+        "minimax or beam",
+    ):
+        assert needle in infos, needle
+    # Still no valid position: go answers 0000.
+    t.send("go depth 1")
+    assert bestmove(t) == "0000"
+    t.send(
+        "position startpos moves d2d4", "position fen k7/8/8/8/8/8/8/R6K w - - 0 1", "go depth 2"
+    )
+    move = chess.Move.from_uci(bestmove(t))
+    board = chess.Board()
+    board.push_uci("d2d4")
+    assert move in board.legal_moves  # the last valid position was kept
+    t.send("go depth nope")
+    assert chess.Move.from_uci(bestmove(t)) in board.legal_moves
+    assert any("bad value 'nope'" in line for line in t.infos())
+
+
+def test_positions_without_legal_moves_answer_0000(model_dir: Path) -> None:
+    t = Transcript(model=model_dir)
+    for fen in ("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1", "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"):
+        t.send(f"position fen {fen}", "go movetime 100")
+        assert bestmove(t) == "0000"
+
+
+def test_stop_during_go_infinite(model_dir: Path) -> None:
+    t = Transcript(model=model_dir, config=SearchConfig(depth=6))
+    t.send("uci", "isready")
+    t.wait_for("readyok")
+    t.send("position startpos", "go infinite")
+    time.sleep(0.5)
+    assert not any(line.startswith("bestmove") for line in t.lines)
+    t.send("isready")  # answered at once while searching
+    t.wait_for("readyok", timeout=2.0)
+    began = time.monotonic()
+    t.send("stop")
+    move = bestmove(t)
+    assert time.monotonic() - began < 5.0
+    assert chess.Move.from_uci(move) in chess.Board().legal_moves
+
+
+def test_model_load_failure_and_recovery(model_dir: Path, tmp_path: Path) -> None:
+    t = Transcript(model=tmp_path / "missing", config=SearchConfig(depth=1))
+    t.send("uci", "isready")
+    t.wait_for("readyok")
+    t.send("position startpos", "go depth 1")
+    assert bestmove(t) == "0000"
+    assert any("cannot load model" in line and "missing" in line for line in t.infos())
+    t.send(f"setoption name Model value {model_dir}", "isready")
+    t.wait_for("readyok")
+    t.send("go depth 1")
+    assert chess.Move.from_uci(bestmove(t)) in chess.Board().legal_moves
+
+
+def test_ponder_then_ponderhit(model_dir: Path) -> None:
+    t = Transcript(model=model_dir)
+    t.send("uci", "isready")
+    t.wait_for("readyok")
+    t.send("position startpos moves e2e4", "go ponder wtime 2000 btime 2000")
+    time.sleep(0.2)
+    assert not any(line.startswith("bestmove") for line in t.lines)
+    t.send("ponderhit")
+    move = bestmove(t)
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert chess.Move.from_uci(move) in board.legal_moves
+
+
+# -- a real game over a pipe ----------------------------------------------------------------------
+
+
+def test_game_with_a_clock_through_python_chess(model_dir: Path) -> None:
+    """Both sides played by the engine process under a clock: legal moves, no flag fall."""
+    command = [sys.executable, "-m", "latentchess", "uci", "--model", str(model_dir)]
+    clocks = {chess.WHITE: 3.0, chess.BLACK: 3.0}
+    increment = 0.05
+    board = chess.Board()
+    with chess.engine.SimpleEngine.popen_uci(command, timeout=60) as engine:
+        assert engine.id["name"] == "latentchess"
+        engine.configure({"Depth": 6, "Move Overhead": 30})
+        engine.ping()  # isready: waits for the model
+        while not board.is_game_over() and len(board.move_stack) < 24:
+            limit = chess.engine.Limit(
+                white_clock=clocks[chess.WHITE],
+                black_clock=clocks[chess.BLACK],
+                white_inc=increment,
+                black_inc=increment,
+            )
+            began = time.monotonic()
+            result = engine.play(board, limit, info=chess.engine.INFO_ALL)
+            spent = time.monotonic() - began
+            clocks[board.turn] += increment - spent
+            assert clocks[board.turn] > 0, f"flag fell at ply {len(board.move_stack)}"
+            assert result.move in board.legal_moves
+            board.push(result.move)
+    assert len(board.move_stack) >= 10

@@ -1,0 +1,53 @@
+"""Small synthetic training data and configs shared by the training tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from latentchess.data.cache import TrainingCache, write_cache
+from latentchess.encoding import SEQUENCE_LENGTH, VOCAB_SIZE
+from latentchess.models import EncoderConfig
+from latentchess.training.config import TrainConfig
+
+MICRO = EncoderConfig(name="micro", layers=1, hidden=32, heads=2, mlp=64, dim=16, dropout=0.1)
+
+
+def synthetic_cache(path: Path, rows: int = 640, seed: int = 0) -> TrainingCache:
+    """Random tokens whose label is readable from a class pattern in the first 16 squares.
+
+    Five classes with win probabilities near 0, 0.25, 0.5, 0.75 and 1; classes 0 and 4 are exact
+    0.0 / 1.0 (forced mates), so the advantage axis has its anchors.
+    """
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, VOCAB_SIZE, size=(rows, SEQUENCE_LENGTH), dtype=np.uint8)
+    classes = np.arange(rows) % 5
+    tokens[:, 1:17] = (classes * 6 + 1)[:, None]
+    labels = classes / 4 + rng.uniform(-0.01, 0.01, size=rows)
+    labels[classes == 0], labels[classes == 4] = 0.0, 1.0
+    return write_cache(path, tokens, labels.astype(np.float32), source="synthetic")
+
+
+def micro_config(data: Path, out: Path, **overrides: Any) -> TrainConfig:
+    """A configuration that runs a step in a few milliseconds."""
+    settings: dict[str, Any] = {
+        "model": MICRO,
+        "steps": 12,
+        "batch_size": 8,
+        "positives": 3,
+        "lr": 0.05,
+        "warmup": 2,
+        "threads": 1,
+        "holdout_fraction": 0.1,
+        "eval_every": 6,
+        "eval_positions": 64,
+        "eval_axis_per_side": 16,
+        "axis_per_side": 64,
+        "checkpoint_every": 100,
+        "log_every": 1,
+        "progress": False,
+    }
+    settings.update(overrides)
+    return TrainConfig(data=data, out=out, **settings)
