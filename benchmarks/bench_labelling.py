@@ -230,7 +230,8 @@ def _markdown(result: dict[str, Any]) -> str:
             "empty hash per search)",
             "",
             "| depth | ms/position/core | positions/s/core | win-prob MAE | p90 error "
-            f"| error < {DELTA} | best move = reference | reference mates found | false mates |",
+            f"| error < {DELTA} | best move = reference | reference mates found "
+            "| mates the reference lacks |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for row in sweep["table"]:
@@ -241,7 +242,13 @@ def _markdown(result: dict[str, Any]) -> str:
                 f"{row['best_move_agreement']:.3f} | {row['reference_mates_found']} | "
                 f"{row['false_mates']} |"
             )
-        lines.append("")
+        lines += [
+            "",
+            f"Error: |win prob - reference win prob|; the SupCon margin is {DELTA}. A mate the "
+            "reference lacks is not necessarily wrong (the reference searches one line only): "
+            "check such positions deeper or with `go mate N` before blaming the shallow label.",
+            "",
+        ]
     return "\n".join(lines)
 
 

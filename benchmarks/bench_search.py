@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from latentchess.engines.latent import LatentEngine
-from latentchess.fastboard import tokenize_boards
+from latentchess.fastboard import tokenize_boards, zobrist_hashes
 from latentchess.models import Encoder, get_config
 from latentchess.models.inference import LatentModel
 from latentchess.models.io import default_model_path, load_model
@@ -216,6 +216,44 @@ def _summary(results: Sequence[SearchResult], rate: float) -> dict[str, Any]:
     }
 
 
+def surrogate_scorer(boards: Sequence[chess.Board]) -> np.ndarray:
+    """A fast stand-in for a model: material balance plus position-keyed noise, in (-1, 1)."""
+    values = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
+    keys = zobrist_hashes(boards)
+    noise = (keys % np.uint64(10_007)).astype(np.float64) / 10_007.0 - 0.5  # [-0.5, 0.5)
+    material = np.array(
+        [
+            sum(
+                v
+                * (
+                    chess.popcount(b.pieces_mask(p, chess.WHITE))
+                    - chess.popcount(b.pieces_mask(p, chess.BLACK))
+                )
+                for p, v in values.items()
+            )
+            for b in boards
+        ],
+        dtype=np.float64,
+    )
+    return 0.8 * np.tanh(material / 10) + 0.4 * noise
+
+
+def surrogate_counts(boards: Sequence[chess.Board], depths: Sequence[int]) -> list[dict[str, Any]]:
+    """Section 1b: positions embedded per move with :func:`surrogate_scorer` (no model: fast)."""
+    rows = []
+    for variant in VARIANTS:
+        for depth in depths:
+            config = SearchConfig(depth=depth, width=3, **VARIANTS[variant])
+            counts = [
+                Searcher(surrogate_scorer, config).search(board, iterate=False).nodes
+                for board in boards
+            ]
+            rows.append(
+                {"variant": variant, "depth": depth, "positions_per_move": float(np.mean(counts))}
+            )
+    return rows
+
+
 def self_play(engine: LatentEngine, plies: int, depth: int, seed: int) -> dict[str, Any]:
     """Section 2: the engine plays both sides from a short random opening."""
     rng = random.Random(seed)
@@ -328,6 +366,8 @@ def main() -> int:
     cold = cold_per_depth(
         engine, boards, range(1, max_depth + 1), list(VARIANTS), rate, plain_max_depth
     )
+    surrogate_boards = middlegame_positions(10, args.seed + 1)
+    surrogate = surrogate_counts(surrogate_boards, range(2, 7))
     games = []
     for mode in ("minimax", "beam"):
         player = LatentEngine(model, SearchConfig(mode=mode, depth=game_depth))
@@ -363,6 +403,7 @@ def main() -> int:
         },
         "model_alone_positions_per_s": rates,
         "cold_per_depth": cold,
+        "surrogate_counts": {"positions": len(surrogate_boards), "rows": surrogate},
         "games": games,
         "single_good_move": comparison,
     }
@@ -371,6 +412,25 @@ def main() -> int:
     (args.out / "search.md").write_text(_markdown(report), encoding="utf-8")
     print(f"wrote {args.out / 'search.json'} and search.md", file=sys.stderr)
     return 0
+
+
+def _goals(report: dict[str, Any]) -> list[str]:
+    """Depth 6, width 3: minimax <= 1 s per move, beam <= 200 ms, against what was measured."""
+    rate = report["model_alone_positions_per_s"][32]
+    lines = ["", "## Goals (depth 6, width 3)", ""]
+    for variant, goal in (("minimax", 1.0), ("beam", 0.2)):
+        rows = [r for r in report["cold_per_depth"] if r["variant"] == variant and r["depth"] == 6]
+        if not rows:
+            continue
+        row = rows[0]
+        needed = row["positions_per_move"] / goal
+        lines.append(
+            f"- {variant}: {row['seconds_per_move']:.2f} s per move (goal {goal:g} s): "
+            f"{row['positions_per_move']:.0f} positions at {rate:.0f} positions/s; the goal needs "
+            f"the model at {needed:.0f} positions/s ({needed / rate:.1f}x this run's), since "
+            f"{row['model_share']:.0%} of the time is the model."
+        )
+    return lines
 
 
 def _markdown(report: dict[str, Any]) -> str:
@@ -404,6 +464,24 @@ def _markdown(report: dict[str, Any]) -> str:
             f"{row['seconds_per_move']:.2f} | {row['scorer_calls_per_move']:.0f} | "
             f"{row['model_share']:.0%} | {'' if ratio is None else f'{ratio:.2f}'} |"
         )
+    surrogate = report["surrogate_counts"]
+    lines += [
+        "",
+        f"## Positions embedded per move with a surrogate scorer ({surrogate['positions']} "
+        "positions)",
+        "",
+        "Material balance plus position-keyed noise instead of a model (fast, so depth 6 of the "
+        "plain reference search is affordable); counts depend on the scorer's ordering quality.",
+        "",
+        "| depth | " + " | ".join(VARIANTS) + " |",
+        "|---:|" + "---:|" * len(VARIANTS),
+    ]
+    by_depth: dict[int, dict[str, float]] = {}
+    for row in surrogate["rows"]:
+        by_depth.setdefault(row["depth"], {})[row["variant"]] = row["positions_per_move"]
+    for depth, counts in sorted(by_depth.items()):
+        lines.append(f"| {depth} | " + " | ".join(f"{counts[v]:.0f}" for v in VARIANTS) + " |")
+    lines += _goals(report)
     lines += [
         "",
         "## Self-play game (iterative deepening, cache kept across moves)",

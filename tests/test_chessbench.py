@@ -366,6 +366,19 @@ def test_import_action_values_groups_per_fen(tmp_path: Path) -> None:
     assert rows[black]["win_prob_white"] == pytest.approx(1 - 0.52)
 
 
+def test_near_certain_values_do_not_become_exact_mates_for_either_side(tmp_path: Path) -> None:
+    # For Black to move, 1 - 1e-20 is exactly 1.0 in float64: a fake White mate for the axis.
+    white, black = positions(2)
+    values = [(white, 1e-20), (black, 1e-20), (white, 1.0), (black, 1.0)]
+    path = tmp_path / "state_value_data.bag"
+    write_bag(path, [encode_state_value(fen, p) for fen, p in values])
+    import_chessbench([path], tmp_path / "ds", progress=False)
+    p_white = [row["win_prob_white"] for row in read_dataset(tmp_path / "ds").to_pylist()]
+    assert 0.0 < p_white[0] < 1e-7 and 1.0 - 1e-7 < p_white[1] < 1.0  # mirror images
+    assert p_white[0] == pytest.approx(1.0 - p_white[1], abs=0.0)
+    assert p_white[2:] == [1.0, 0.0]  # the file's exact values stay exact
+
+
 def test_behavioral_cloning_refused_but_readable(tmp_path: Path) -> None:
     path = tmp_path / "behavioral_cloning_data.bag"
     write_bag(path, [encode_behavioral_cloning(chess.STARTING_FEN, "e2e4")])

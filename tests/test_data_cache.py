@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from latentchess.cli import main
-from latentchess.data import build_cache
+from latentchess.data import build_cache, write_cache
 from latentchess.data.store import ShardWriter
 from latentchess.encoding import detokenize
 from latentchess.errors import DataFormatError
@@ -91,3 +91,20 @@ def test_cli_build_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     args = ["data", "build-cache", str(tmp_path / "data"), "--out", str(tmp_path / "cache")]
     assert main([*args, "--no-progress"]) == 0
     assert "build-cache: 12 positions" in capsys.readouterr().out
+
+
+def test_float32_cast_makes_no_fake_forced_mates(tmp_path: Path) -> None:
+    # Exact 1.0 / 0.0 select the advantage axis's forced mates; 1 - 1e-9 (about +5,600 cp) and
+    # 1e-50 must not round onto them in the float32 cache, while exact values stay exact.
+    fens = _positions(4)
+    labels = [1.0 - 1e-9, 1e-50, 1.0, 0.0]
+    rows = [
+        {"fen": fen, "win_prob_white": p, "source": "test"}
+        for fen, p in zip(fens, labels, strict=True)
+    ]
+    ShardWriter(tmp_path / "data", "part").write(rows)
+    built = build_cache(tmp_path / "data", tmp_path / "cache", progress=False).win_prob_white
+    written = write_cache(tmp_path / "direct", np.zeros((4, 77), np.uint8), labels).win_prob_white
+    for cached in (np.asarray(built), np.asarray(written)):
+        assert 0.0 < cached[1] < cached[0] < 1.0
+        assert cached[2] == 1.0 and cached[3] == 0.0

@@ -16,7 +16,12 @@ import torch
 
 from latentchess.cli import main
 from latentchess.engines.base import Engine
-from latentchess.engines.latent import LatentEngine, calibrated_draw_score, time_budget
+from latentchess.engines.latent import (
+    LatentEngine,
+    calibrated_draw_score,
+    calibration,
+    time_budget,
+)
 from latentchess.errors import EngineError
 from latentchess.models import Encoder, EncoderConfig
 from latentchess.models.inference import LatentModel
@@ -80,13 +85,24 @@ def test_analyse_reports_every_move(engine: LatentEngine) -> None:
 
 def test_calibrated_scores_and_draw_score(engine: LatentEngine) -> None:
     # p = sigmoid(4 cos + 0.4) is 1/2 at cos = -0.1: that is what a draw is worth.
-    assert calibrated_draw_score(engine.model) == pytest.approx(-0.1, abs=1e-6)
+    assert calibrated_draw_score(calibration(engine.model)) == pytest.approx(-0.1, abs=1e-6)
     assert engine.config.draw_score == pytest.approx(-0.1, abs=1e-6)
     assert engine.pov_score(-0.1, chess.WHITE).relative.score() == 0
     assert engine.pov_score(0.5, chess.WHITE).relative.score() > 0
     assert engine.pov_score(0.5, chess.BLACK).relative.score() < 0
     uncalibrated = LatentModel.from_encoder(Encoder(MICRO), np.ones(MICRO.dim), precision="fp32")
-    assert calibrated_draw_score(uncalibrated) == pytest.approx(0.0, abs=1e-9)
+    assert calibrated_draw_score(calibration(uncalibrated)) == pytest.approx(0.0, abs=1e-9)
+    # A decreasing fit (a barely trained model) would invert every score: it is not used.
+    inverted = LatentModel.from_encoder(
+        Encoder(MICRO),
+        np.ones(MICRO.dim),
+        precision="fp32",
+        metadata={"calibration": {"kind": "logistic", "slope": -10.0, "intercept": 0.4}},
+    )
+    with pytest.warns(UserWarning, match="not increasing"):
+        engine = LatentEngine(inverted)
+    assert engine.config.draw_score == pytest.approx(0.0, abs=1e-9)
+    assert engine.win_probability(0.5) == pytest.approx(0.75)
 
 
 def test_from_options_validates(model_dir: Path) -> None:
@@ -181,6 +197,9 @@ def test_render_and_parse_move() -> None:
     for bad, reason in (("e5", "illegal"), ("Qh9", "cannot read"), ("hello", "cannot read")):
         with pytest.raises(ValueError, match=reason):
             parse_move(board, bad)
+    for null in ("--", "0000", "Z0", "@@@@"):  # python-chess parses these as a pass
+        with pytest.raises(ValueError, match="null move"):
+            parse_move(board, null)
 
 
 def test_play_in_the_terminal(engine: LatentEngine) -> None:

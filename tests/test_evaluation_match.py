@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import struct
 import time
 
@@ -227,6 +228,17 @@ def test_ply_limit_and_same_name_checks(openings) -> None:
     assert result.games[0].plies <= 12 and result.games[0].result in ("1-0", "0-1", "1/2-1/2")
     with pytest.raises(LatentChessError, match="both players are named 'x'"):
         run_match(first_player("x"), first_player("x"), openings, quiet(2))
+
+
+def test_ply_count_counts_moves_of_the_game_not_the_fen_move_number() -> None:
+    # A FEN start at move 45 (Black to move) must neither hit a 12-ply limit at once nor make
+    # PlyCount count from move 1.
+    start = Opening(name="late", fen="4k3/8/8/8/8/8/8/R3K3 b - - 0 45")
+    record = run_match(first_player("a"), first_player("b"), [start], quiet(1, max_plies=12))
+    game = record.games[0]
+    moves = len(list(chess.pgn.read_game(io.StringIO(game.pgn)).mainline_moves()))
+    assert moves == game.plies > 0
+    assert chess.pgn.read_game(io.StringIO(game.pgn)).headers["PlyCount"] == str(moves)
 
 
 # --- openings -----------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from latentchess.models import (
     load_model,
     save_model,
 )
+from latentchess.models.inference import resolve_precision
 
 SMALL = EncoderConfig(name="test", layers=2, hidden=32, heads=4, mlp=64, dim=16)
 
@@ -394,6 +395,62 @@ def test_bf16_fidelity(axis: np.ndarray) -> None:
     assert cosine.min() >= 0.999, f"bf16 cosine to fp32: min {cosine.min():.5f}"
 
 
+def test_default_threads_depend_on_batch_size(
+    axis: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from latentchess.models.inference import SINGLE_THREAD_MAX_BATCH
+
+    model = LatentModel.from_encoder(_encoder(), axis, precision="fp32")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    seen: list[int] = []
+
+    def forward(tokens: torch.Tensor) -> torch.Tensor:
+        seen.append(torch.get_num_threads())
+        return torch.ones(len(tokens), SMALL.dim)
+
+    monkeypatch.setattr(model, "_forward", forward)
+    try:
+        tokens = tokenize_batch(_positions(SINGLE_THREAD_MAX_BATCH + 1))
+        model.embed_tokens(tokens[:5])  # a search-sized call: one thread
+        model.embed_tokens(tokens)  # a large call: the process setting
+        model.embed_tokens(tokens, batch_size=8)  # large, but in small forward passes
+        assert seen == [1, 2] + [1] * 9
+        assert torch.get_num_threads() == 2  # restored
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_from_encoder_leaves_a_training_encoder_alone(axis: np.ndarray) -> None:
+    encoder = _encoder().train()
+    shared = LatentModel.from_encoder(encoder, axis, precision="fp32")
+    before = shared.embed(_positions(3))
+    assert encoder.training  # restored after the call (dropout off only during inference)
+    with torch.no_grad():
+        encoder.projection.bias.add_(1.0)  # a training step
+    assert not np.allclose(shared.embed(_positions(3)), before)  # follows the live weights
+    LatentModel.from_encoder(encoder, axis, precision="bf16")
+    assert encoder.projection.weight.dtype == torch.float32  # the copy was cast, not the original
+
+
+def test_int8_precision_fidelity(axis: np.ndarray) -> None:
+    # tiny's widths with two layers: int8 error depends on the widths; export time on depth.
+    config = EncoderConfig(name="tiny-2", layers=2, hidden=128, heads=8, mlp=256, dim=128)
+    tiny_axis = np.random.default_rng(4).normal(size=config.dim).astype(np.float32)
+    boards = _positions(48, seed=5)
+    fp32 = LatentModel.from_encoder(_encoder(config), tiny_axis, precision="fp32", threads=1)
+    int8 = LatentModel.from_encoder(_encoder(config), tiny_axis, precision="int8", threads=1)
+    assert int8.precision == "int8"
+    reference, reduced = fp32.embed(boards), int8.embed(boards, batch_size=20)
+    assert reduced.shape == reference.shape and reduced.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(reduced, axis=1), 1.0, atol=1e-6)
+    cosine = (reference * reduced).sum(axis=1)
+    assert cosine.min() >= 0.999, f"int8 cosine to fp32: min {cosine.min():.5f}"
+    assert int8.embed([]).shape == (0, config.dim)
+    with pytest.raises(ValueError, match="'int8' runs on the CPU only"):
+        resolve_precision("int8", torch.device("cuda"))
+
+
 def test_threads_apply_per_call_and_are_restored(axis: np.ndarray) -> None:
     boards = _positions(9)
     reference = LatentModel.from_encoder(_encoder(), axis, precision="fp32").embed(boards)
@@ -466,5 +523,5 @@ def test_export_onnx_int8(model_dir: Path, tmp_path: Path) -> None:
     out = export_onnx(model.encoder, tmp_path / "int8.onnx", int8=True)
     check = check_onnx(out, model.encoder, tokenize_batch(_positions(16)))
     assert check.positions == 16
-    # Quantisation is lossy; it must still point the same way, roughly.
-    assert check.mean_cosine > 0.9
+    # Lossy, but per-channel 7-bit weights keep it close (the benchmark's bar is 0.999).
+    assert check.min_cosine > 0.995, check

@@ -415,6 +415,21 @@ def test_stop_flag_and_limits_keep_a_legal_move() -> None:
     assert result.nodes <= max(60, board.legal_moves.count()) and board.is_legal(result.move)
 
 
+def test_nearly_flagged_depth_one_scores_only_what_the_clock_allows() -> None:
+    board = chess.Board(MIDDLEGAMES[2])
+    counter = CountingScorer(material)
+    searcher = Searcher(counter, SearchConfig(depth=4))
+    searcher.seconds_per_position = 0.01  # as measured on earlier batches
+    result = searcher.search(board, deadline=time.monotonic() + 0.05)
+    assert board.is_legal(result.move) and not result.completed
+    assert counter.positions <= 5 and result.depth == 1
+    # No time at all: nothing is embedded, yet a mate in one is still played.
+    mate_board = chess.Board(MATES_IN_ONE[0][0])
+    searcher.cache.clear()
+    result = searcher.search(mate_board, deadline=time.monotonic() - 1.0)
+    assert result.move == chess.Move.from_uci(MATES_IN_ONE[0][1]) and result.nodes == 0
+
+
 def test_stop_from_another_thread_mid_iteration() -> None:
     board = chess.Board(MIDDLEGAMES[2])
     stop = threading.Event()

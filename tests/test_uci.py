@@ -62,7 +62,7 @@ def test_parse_position() -> None:
     assert parse_command("position startpos moves e2e4 e7e5") == Position(None, ("e2e4", "e7e5"))
     fen = "8/8/8/8/8/8/8/K1k5 w - - 0 1"
     assert parse_command(f"position fen {fen} moves a1a2") == Position(fen, ("a1a2",))
-    for bad in ("position", "position sideways", "position fen"):
+    for bad in ("position", "position sideways", "position fen", "position moves e2e4"):
         assert isinstance(parse_command(bad), Unknown), bad
 
 
@@ -180,6 +180,19 @@ def test_handshake_options_and_a_search(model_dir: Path) -> None:
     assert [line.split()[2] for line in info] == ["1", "2"]
     assert all(" score cp " in line or " score mate " in line for line in info)
     assert all(" nodes " in line and " nps " in line and " pv " in line for line in info)
+    # Search options rebuild the engine around the loaded model; they do not reload it.
+    model = t.session.model
+    t.send(
+        "setoption name Width value 2",
+        "setoption name Mode value beam",
+        "setoption name Hash value 1",
+    )
+    t.send("isready")
+    t.wait_for("readyok")
+    engine = t.session.engine
+    assert t.session.model is model and engine is not None
+    assert (engine.config.width, engine.config.mode) == (2, "beam")
+    assert engine.config.cache_size == 1_000_000 // 220
     assert t.send("quit") is False
 
 
@@ -272,6 +285,21 @@ def test_ponder_then_ponderhit(model_dir: Path) -> None:
     board = chess.Board()
     board.push_uci("e2e4")
     assert chess.Move.from_uci(move) in board.legal_moves
+
+
+def test_ponderhit_after_a_finished_ponder_search_answers_at_once(model_dir: Path) -> None:
+    # The mate in one ends the ponder search early; after ponderhit the engine must answer at
+    # once rather than wait out the clock's hard limit (here about 6 s of a 60 s clock).
+    t = Transcript(model=model_dir)
+    t.send("uci", "isready")
+    t.wait_for("readyok")
+    t.send("position fen 6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "go ponder wtime 60000 btime 60000")
+    t.wait_for("info depth 1")  # the search has found the mate and is waiting
+    time.sleep(0.1)
+    began = time.monotonic()
+    t.send("ponderhit")
+    assert bestmove(t) == "a1a8"
+    assert time.monotonic() - began < 2.0
 
 
 # -- a real game over a pipe ----------------------------------------------------------------------

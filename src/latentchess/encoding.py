@@ -84,7 +84,7 @@ def _validate_board_field(fen: str, placement: str) -> None:
 
 
 def _clock(fen: str, name: str, value: str, minimum: int) -> str:
-    if not value.isdigit() or int(value) < minimum:
+    if not (value.isascii() and value.isdigit()) or int(value) < minimum:
         raise InvalidFenError(fen, f"{name} {value!r} is not an integer >= {minimum}")
     return str(min(int(value), _MAX_CLOCK))
 

@@ -47,13 +47,17 @@ def parse_move(board: chess.Board, text: str) -> chess.Move:
     """
     text = text.strip()
     try:
-        return board.parse_san(text)
+        move = board.parse_san(text)
     except chess.IllegalMoveError:
         raise ValueError(f"{text!r} is illegal in this position") from None
     except chess.AmbiguousMoveError:
         raise ValueError(f"{text!r} is ambiguous; add the file or rank of the piece") from None
     except ValueError:
         pass
+    else:
+        if not move:  # python-chess reads "--", "0000", "Z0" as a null move: not a chess move
+            raise ValueError(f"{text!r} is a null move (passing is not allowed)")
+        return move
     try:
         move = chess.Move.from_uci(text.lower())
     except ValueError:

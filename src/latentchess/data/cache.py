@@ -31,6 +31,21 @@ __all__ = ["TrainingCache", "write_cache", "build_cache"]
 _TOKENS = "tokens.u8"
 _LABELS = "win_prob_white.f32"
 _META = "meta.json"
+_P_EDGE = 2.0**-24  # 1 - 2**-24 is the largest float32 below 1.0 (as in data.stockfish)
+
+
+def _float32_labels(values: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """Labels as little-endian float32, exact 0.0 / 1.0 only where the input is exactly that.
+
+    ``p == 1.0`` / ``p == 0.0`` select the forced mates of the advantage axis, but a float64
+    probability within 3e-8 of 1 (about 4,700 cp) rounds to exactly 1.0 in float32, and one
+    below about 1e-45 to 0.0; such values are kept just inside (0, 1) instead.
+    """
+    wide = np.asarray(values, dtype=np.float64)
+    narrow = wide.astype("<f4")
+    narrow[(narrow == 1.0) & (wide < 1.0)] = 1.0 - _P_EDGE
+    narrow[(narrow == 0.0) & (wide > 0.0)] = _P_EDGE
+    return narrow
 
 
 @dataclass(frozen=True)
@@ -97,7 +112,7 @@ def write_cache(
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     token_array = np.ascontiguousarray(tokens, dtype=np.uint8)
-    labels = np.ascontiguousarray(win_prob_white, dtype="<f4")
+    labels = _float32_labels(win_prob_white)
     if token_array.ndim != 2 or token_array.shape[1] != SEQUENCE_LENGTH:
         raise ValueError(
             f"expected tokens of shape (N, {SEQUENCE_LENGTH}), got {token_array.shape}"
@@ -187,7 +202,7 @@ def build_cache(
                 batch_size=chunk_rows, columns=["fen", "win_prob_white"]
             ):
                 fens = batch.column(0).to_pylist()
-                labels = batch.column(1).to_numpy(zero_copy_only=False).astype("<f4")
+                labels = _float32_labels(batch.column(1).to_numpy(zero_copy_only=False))
                 try:
                     tokens = tokenize_batch(fens)
                 except InvalidFenError as error:

@@ -20,8 +20,10 @@ kind                   fields                   bytes
 ``move``).
 
 **Import** (:func:`import_chessbench`) writes a latentchess dataset (:mod:`latentchess.data.store`)
-with ``win_prob_white`` in White's view, ``cp_white`` from the inverse logistic (null at exactly
-0 or 1; ChessBench values carry no mate information, so ``mate_white`` is always null) and
+with ``win_prob_white`` in White's view (a value strictly inside (0, 1) is kept at least 2**-24
+from either end, so that only a file's exact 0 / 1 become the exact labels the advantage axis
+takes for mates), ``cp_white`` from the inverse logistic (null at exactly 0 or 1; ChessBench
+values carry no mate information, so ``mate_white`` is always null) and
 ``source = "chessbench:<file name>"``. A state value becomes one row. Action values become one row
 per FEN, grouped within the whole file (records of one FEN are usually adjacent, but that is not
 relied on): the position's value is the best move's value, ``best_move`` that move (the first one
@@ -84,6 +86,7 @@ KINDS: tuple[Kind, ...] = get_args(Kind)
 """The three ChessBench record kinds, as they appear in its file names."""
 
 _MAX_VARINT_BYTES = 10  # 64 bits in 7-bit groups
+_P_EDGE = 2.0**-24  # labels strictly inside (0, 1) stay so in float32 (as in data.stockfish)
 _LOGGED_ERRORS_PER_FILE = 10
 _KEPT_ERRORS = 20
 
@@ -371,6 +374,10 @@ def _imported_ranges(out_dir: Path, prefix: str) -> list[tuple[int, int]]:
 
 
 def _row(fen: str, p_side_to_move: float, move: str | None, source: str) -> dict[str, Any]:
+    if 0.0 < p_side_to_move < 1.0:
+        # Exactly 0.0 / 1.0 only where the file has them: for Black to move, 1 - p rounds a
+        # p below 1e-16 to exactly 1.0, a fake White "mate" (White's side has no such rounding).
+        p_side_to_move = min(max(p_side_to_move, _P_EDGE), 1.0 - _P_EDGE)
     p_white = white_perspective(
         p_side_to_move, chess.WHITE if fen.split()[1] == "w" else chess.BLACK
     )

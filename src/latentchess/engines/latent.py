@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,7 @@ __all__ = [
     "LatentEngine",
     "TimeBudget",
     "time_budget",
+    "calibration",
     "calibrated_draw_score",
     "ranked_root_moves",
     "DEFAULT_MOVE_OVERHEAD_S",
@@ -91,19 +93,41 @@ def time_budget(
     return TimeBudget(min(b.soft for b in budgets), min(b.hard for b in budgets))
 
 
-def calibrated_draw_score(model: LatentModel) -> float:
-    """The axis score at which the model's calibrated White win probability is 1/2.
+def calibration(model: LatentModel) -> Callable[[float], float]:
+    """The model's map from axis score to White's win probability, if it is increasing.
 
-    Found by bisection on [-1, 1] (the calibration is monotone); 0 for the uncalibrated fallback.
+    A calibration fitted on a barely trained model can come out decreasing (White's chances
+    falling as the position aligns with White's side of the axis); it would invert every
+    reported score, so the linear fallback ``(score + 1) / 2`` is used instead, with a warning.
+    """
+
+    def fitted(score: float) -> float:
+        return float(model.win_probability(score))
+
+    if fitted(1.0) > fitted(-1.0):
+        return fitted
+    warnings.warn(
+        f"model {model!r}: calibration is not increasing in the axis score; using (s + 1) / 2",
+        stacklevel=2,
+    )
+    return lambda score: min(max((score + 1.0) / 2.0, 0.0), 1.0)
+
+
+def calibrated_draw_score(win_probability: Callable[[float], float]) -> float:
+    """The axis score at which White's calibrated win probability is 1/2 (bisection on [-1, 1]).
+
+    Args:
+        win_probability: an increasing calibration (see :func:`calibration`); 0 for the linear
+            fallback.
     """
     low, high = -1.0, 1.0
-    if float(model.win_probability(low)) >= 0.5:
+    if win_probability(low) >= 0.5:
         return low
-    if float(model.win_probability(high)) <= 0.5:
+    if win_probability(high) <= 0.5:
         return high
     for _ in range(50):
         middle = (low + high) / 2
-        if float(model.win_probability(middle)) < 0.5:
+        if win_probability(middle) < 0.5:
             low = middle
         else:
             high = middle
@@ -168,7 +192,8 @@ class LatentEngine:
         draw_score: float | None = None,
     ) -> None:
         config = config or SearchConfig()
-        score = calibrated_draw_score(model) if draw_score is None else draw_score
+        self._calibration = calibration(model)
+        score = calibrated_draw_score(self._calibration) if draw_score is None else draw_score
         self.config = dataclasses.replace(config, draw_score=score)
         self.model = model
         self.name = name or f"latent-{config.mode}-d{config.depth}-w{config.width}"
@@ -184,7 +209,8 @@ class LatentEngine:
         Args:
             model: a model directory, a loaded model, or ``None`` for the default model.
             **options: :class:`SearchConfig` fields (``mode``, ``depth``, ``width``,
-                ``cache_size``, ``alpha_beta``, ``frontier_batch``, ``draw_score``) and
+                ``cache_size``, ``alpha_beta``, ``frontier_batch``, ``leaf_chunk``,
+                ``draw_score``) and
                 ``precision``, ``device``, ``threads`` (torch CPU threads, process-wide),
                 ``name``, ``move_overhead`` (seconds); values may be strings.
 
@@ -238,7 +264,7 @@ class LatentEngine:
         """White's win probability for a search value (mates are certain)."""
         if is_mate_value(value):
             return 1.0 if value > 0 else 0.0
-        return float(self.model.win_probability(value))
+        return self._calibration(value)
 
     def pov_score(self, value: float, turn: chess.Color) -> chess.engine.PovScore:
         """A search value as a python-chess score from ``turn``'s view (cp or mate)."""

@@ -170,7 +170,8 @@ def play_game(
         end = _rules_end(board)
         if end is not None:
             break
-        if board.ply() >= config.max_plies:
+        # Plies of this game, not board.ply(): that counts from move 1 of a FEN's move number.
+        if len(board.move_stack) >= config.max_plies:
             end = _GameEnd("1/2-1/2", "adjudication", f"draw at the {config.max_plies}-ply limit")
             break
         turn = board.turn
@@ -226,7 +227,7 @@ def play_game(
         result=end.result,
         termination=end.termination,
         details=end.details,
-        plies=board.ply(),
+        plies=len(board.move_stack),
         opening=opening.name,
         pgn=str(game),
     )
@@ -338,7 +339,7 @@ def _write_headers(
     headers["Opening"] = opening.name
     headers["Termination"] = end.termination
     headers["TerminationDetails"] = end.details
-    headers["PlyCount"] = str(board.ply())
+    headers["PlyCount"] = str(len(board.move_stack))
     for color, prefix in ((chess.WHITE, "White"), (chess.BLACK, "Black")):
         headers[f"{prefix}Engine"] = players[color].spec or players[color].name
         headers[f"{prefix}Options"] = describe_engine(engines[color])

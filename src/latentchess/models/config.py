@@ -61,7 +61,9 @@ class EncoderConfig:
 
 
 MODEL_CONFIGS: dict[str, EncoderConfig] = {
-    # CPU sizes: train in minutes on a laptop-class CPU, search at depth 6 in about a second.
+    # CPU sizes: train in minutes to hours on a laptop-class CPU. "micro" is about 5x cheaper per
+    # position than "tiny", for deep searches on slow CPUs.
+    "micro": EncoderConfig(name="micro", layers=4, hidden=64, heads=4, mlp=128, dim=64),
     "tiny": EncoderConfig(name="tiny", layers=6, hidden=128, heads=8, mlp=256, dim=128),
     "mini": EncoderConfig(name="mini", layers=6, hidden=256, heads=8, mlp=512, dim=256),
     # Paper Table 1.

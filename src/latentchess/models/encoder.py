@@ -40,6 +40,13 @@ class Encoder(nn.Module):
         self.layers = nn.TransformerEncoder(
             layer, num_layers=config.layers, enable_nested_tensor=False
         )
+        # nn.TransformerEncoder deep-copies one layer; draw every layer afresh so that they do not
+        # all start as identical copies.
+        for block in self.layers.layers:
+            for module in block.modules():
+                if module is not block and hasattr(module, "reset_parameters"):
+                    module.reset_parameters()
+            block.self_attn._reset_parameters()
         self.final_norm = nn.LayerNorm(config.hidden)
         self.projection = nn.Linear(config.hidden, config.dim)
         nn.init.normal_(self.token_embedding.weight, std=0.02)

@@ -65,8 +65,8 @@ def export_onnx(
         encoder: the network (any dtype/device; a float32 CPU copy is exported, in eval mode).
         out: the ``.onnx`` file to write (parent directories are created).
         opset: ONNX opset version.
-        int8: apply ONNX Runtime dynamic quantisation (int8 weights of the linear layers).
-            Faster on some CPUs but less faithful; check it with :func:`check_onnx`.
+        int8: apply ONNX Runtime dynamic quantisation (per-channel int8 weights of the matrix
+            products, activations quantised at run time). Check fidelity with :func:`check_onnx`.
         metadata: JSON-serialisable document stored under ``metadata_props["latentchess"]``.
 
     Returns:
@@ -101,7 +101,16 @@ def export_onnx(
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
             source = Path(tmp) / "int8.onnx"
-            quantize_dynamic(str(fp32_file), str(source), weight_type=QuantType.QInt8)
+            # Per-channel scales, and 7-bit weight range: x86 int8 kernels (AVX2 VPMADDUBSW) can
+            # saturate 16-bit sums with full-range weights; with the default settings the cosine
+            # to float32 fell to ~0.95, with these it stays above 0.999 (benchmarks/results).
+            quantize_dynamic(
+                str(fp32_file),
+                str(source),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                reduce_range=True,
+            )
         graph = onnx.load(str(source))
         if metadata is not None:
             entry = graph.metadata_props.add()

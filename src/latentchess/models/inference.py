@@ -14,21 +14,27 @@ Precision (see ``benchmarks/results/inference.md`` for the measurements behind t
   5-10x *slower* than float32 (measured on an AVX2 EPYC). Cosine to the float32 embedding stays
   above 0.9999.
 * ``"fp16"``: CUDA only, autocast to float16 (for GPUs without bfloat16).
+* ``"int8"``: CPU only, opt-in: the encoder is exported to ONNX with dynamically quantised
+  per-channel int8 weights and run by ONNX Runtime (optional dependency). On an AVX2 CPU it was
+  ~1.3-1.5x faster than ``"fp32"`` at search-sized batches with cosine > 0.9997 to float32, but
+  building it costs 3-4 s per load (ONNX export + quantisation) and int8 kernels differ between
+  CPUs (results are not bit-reproducible across machines), so ``"auto"`` does not pick it.
 * ``"auto"``: CUDA -> ``"bf16"`` (``"fp16"`` where bfloat16 is unsupported); CPU -> ``"bf16"`` when
   the CPU has native bfloat16 support, else ``"fp32"``.
 
-ONNX Runtime was measured too: float32 is within ~20% of PyTorch's fused encoder-layer kernels
-(not worth a second backend), and dynamic int8 quantisation falls far below the fidelity bar
-(cosine ~0.93), so neither is a precision here; :mod:`latentchess.models.export` writes ONNX files.
-
-Threads: PyTorch's intra-op pool is process-wide. On a machine whose cores are busy with other
-work (Stockfish, another process), two threads can be 10-100x slower than one for small batches,
-because every parallel region waits for a descheduled thread. ``threads=1`` pins inference to
-one thread per call (and restores the previous setting afterwards); ``None`` leaves it alone.
+Threads: PyTorch's intra-op pool is process-wide. On a 2-core machine with any other busy process
+(Stockfish, a test run), two threads were 4-40x slower than one for batches of 1-32 positions,
+because every parallel region waits for a descheduled thread; small batches gain little from
+threads even on a quiet machine. So by default (``threads=None``) a call of at most
+:data:`SINGLE_THREAD_MAX_BATCH` positions runs on one thread and larger calls use the process-wide
+setting (the size of one forward pass counts: ``min(N, batch_size)``); an explicit
+``threads=n`` applies to every call. The previous setting is restored after
+each call. The ``"int8"`` session's thread count is fixed when it is built: ``threads`` or 1.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -43,31 +49,35 @@ from latentchess.encoding import SEQUENCE_LENGTH, VOCAB_SIZE, tokenize_batch
 from latentchess.models.config import EncoderConfig
 from latentchess.models.encoder import Encoder
 
-__all__ = ["LatentModel", "PRECISIONS", "resolve_device", "resolve_precision", "cpu_has_fast_bf16"]
+__all__ = [
+    "LatentModel",
+    "PRECISIONS",
+    "SINGLE_THREAD_MAX_BATCH",
+    "resolve_device",
+    "resolve_precision",
+    "cpu_has_fast_bf16",
+]
 
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
 """Accepted values of the ``precision`` argument; ``"auto"`` resolves to one of the others."""
+SINGLE_THREAD_MAX_BATCH = 64
+"""With ``threads=None``, CPU calls embedding at most this many positions run on one thread."""
 
 FloatArray = npt.NDArray[np.float32]
 Position = str | chess.Board
 
 
 def cpu_has_fast_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 matrices natively (AMX or AVX512-BF16).
+    """Whether this CPU multiplies bfloat16 matrices natively (AMX-BF16 or AVX512-BF16).
 
-    PyTorch reports the best vector ISA it dispatches to (``"AVX512"``, ``"AMX"``...); oneDNN
-    knows whether bfloat16 is supported in hardware rather than emulated.
+    Without either, PyTorch emulates bfloat16 and it is far slower than float32 (a 512 x 512
+    bfloat16 GEMM ran at ~1 GFLOP/s against ~60 GFLOP/s in float32 on an AVX2 EPYC).
     """
-    capability = torch.backends.cpu.get_cpu_capability().upper()
-    if "AMX" in capability:
-        return True
-    mkldnn = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
-    if mkldnn is None or "AVX512" not in capability:
-        return False
-    try:
-        return bool(mkldnn())
-    except RuntimeError:
-        return False
+    get_capabilities = getattr(torch.cpu, "get_capabilities", None)
+    if get_capabilities is not None:
+        capabilities = get_capabilities()
+        return bool(capabilities.get("amx_bf16") or capabilities.get("avx512_bf16"))
+    return "AMX" in torch.backends.cpu.get_cpu_capability().upper()  # older PyTorch
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -76,15 +86,18 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """Map a requested precision to ``"fp32"``, ``"bf16"`` or (CUDA) ``"fp16"`` for ``device``.
+    """Map a requested precision to a concrete one (anything but ``"auto"``) for ``device``.
 
     Raises:
-        ValueError: ``precision`` is not one of :data:`PRECISIONS`, or ``"fp16"`` off CUDA.
+        ValueError: ``precision`` is not one of :data:`PRECISIONS`, ``"fp16"`` off CUDA or
+            ``"int8"`` off CPU.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose from {list(PRECISIONS)}")
     if precision == "fp16" and device.type != "cuda":
         raise ValueError(f"precision 'fp16' needs a CUDA device, got {str(device)!r}")
+    if precision == "int8" and device.type != "cpu":
+        raise ValueError(f"precision 'int8' runs on the CPU only, got device {str(device)!r}")
     if precision != "auto":
         return precision
     if device.type == "cuda":
@@ -98,15 +111,17 @@ class LatentModel:
     """A loaded encoder plus its advantage axis, ready to embed and score positions.
 
     Attributes:
-        encoder: the network, in eval mode on :attr:`device` (bfloat16 weights when
-            :attr:`precision` is ``"bf16"`` on CPU).
+        encoder: the network on :attr:`device` (bfloat16 weights when :attr:`precision` is
+            ``"bf16"`` on CPU); inference always runs it in eval mode.
         config: the encoder's architecture.
         axis: ``(D,)`` float32 advantage axis as stored (not necessarily unit length).
         metadata: everything else from the model's ``config.json`` (``axis_counts``,
             ``calibration``, ``training``, ``metrics``...).
         device: where the encoder runs.
-        precision: resolved precision, ``"fp32"`` or ``"bf16"`` (``"fp16"`` on CUDA).
-        threads: PyTorch intra-op threads used per call, or ``None`` for the process setting.
+        precision: resolved precision: ``"fp32"``, ``"bf16"``, ``"fp16"`` (CUDA) or ``"int8"``
+            (CPU, ONNX Runtime; the session is built from the encoder's weights at construction).
+        threads: PyTorch intra-op threads for every call; ``None``: one thread for calls of at
+            most :data:`SINGLE_THREAD_MAX_BATCH` positions, the process-wide setting above.
         path: the model directory it was loaded from, or ``None`` when built in memory.
     """
 
@@ -140,11 +155,16 @@ class LatentModel:
             raise ValueError(f"threads must be a positive int or None, got {threads!r}")
         self.threads = threads
         self.path = path
-        encoder = encoder.to(self.device).eval()
-        if self.precision == "bf16" and self.device.type != "cuda":
-            # CPU: bfloat16 weights beat autocast (no per-call weight casts); see the benchmark.
-            encoder = encoder.to(torch.bfloat16)
+        cast = self.precision == "bf16" and self.device.type != "cuda"
+        if cast or _module_device(encoder) != self.device:
+            # Never convert the caller's module in place (it may still be training).
+            encoder = copy.deepcopy(encoder).to(self.device)
+            if cast:
+                # CPU: bfloat16 weights beat autocast (no per-call weight casts).
+                encoder = encoder.to(torch.bfloat16)
+            encoder.eval()
         self.encoder: Encoder = encoder
+        self._session: Any = self._int8_session() if self.precision == "int8" else None
 
     @classmethod
     def from_encoder(
@@ -158,8 +178,9 @@ class LatentModel:
     ) -> LatentModel:
         """Wrap an in-memory encoder (e.g. during training) without saving it first.
 
-        The encoder is moved to ``device`` and put in eval mode; with ``"bf16"`` on CPU its weights
-        are cast, so pass a copy if you keep training it.
+        A float32 encoder already on ``device`` is shared, not copied, so the model follows its
+        weights as training goes on; each inference call runs in eval mode and restores the
+        module's train/eval mode afterwards. Other precisions or devices work on a copy.
         """
         return cls(
             encoder, axis, metadata=metadata, precision=precision, device=device, threads=threads
@@ -201,29 +222,62 @@ class LatentModel:
                 f"[{int(array.min())}, {int(array.max())}]"
             )
         previous_threads = torch.get_num_threads()
-        if self.threads is not None and self.threads != previous_threads:
-            torch.set_num_threads(self.threads)
+        threads = self.threads
+        per_call = min(len(array), batch_size)
+        if threads is None and self.device.type == "cpu" and per_call <= SINGLE_THREAD_MAX_BATCH:
+            threads = 1
+        if threads is not None and threads != previous_threads:
+            torch.set_num_threads(threads)
+        was_training = self.encoder.training
+        self.encoder.eval()
         try:
             with torch.inference_mode():
                 for start in range(0, array.shape[0], batch_size):
                     chunk = np.ascontiguousarray(array[start : start + batch_size])
                     out[start : start + len(chunk)] = self._forward(torch.from_numpy(chunk)).numpy()
         finally:
+            self.encoder.train(was_training)
             if torch.get_num_threads() != previous_threads:
                 torch.set_num_threads(previous_threads)
         return out
 
     def _forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """One batch: ``(B, 77)`` tokens -> ``(B, D)`` float32 unit vectors on CPU."""
-        tokens = tokens.to(self.device, torch.long)
-        if self.device.type == "cuda" and self.precision != "fp32":
+        if self._session is not None:
+            z = torch.from_numpy(
+                self._session.run(None, {"tokens": tokens.to(torch.uint8).numpy()})[0]
+            )
+        elif self.device.type == "cuda" and self.precision != "fp32":
             dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
             with torch.autocast(device_type="cuda", dtype=dtype):
-                z = self.encoder(tokens)
+                z = self.encoder(tokens.to(self.device, torch.long))
         else:
-            z = self.encoder(tokens)
+            z = self.encoder(tokens.to(self.device, torch.long))
         # Renormalise in float32: bfloat16 rounding leaves norms ~1e-3 off unity.
         return torch.nn.functional.normalize(z.float(), dim=-1).cpu()
+
+    def _int8_session(self) -> Any:
+        """An ONNX Runtime session on the int8-quantised export of :attr:`encoder`."""
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError as error:
+            raise ValueError(
+                "precision 'int8' needs onnxruntime and onnx: pip install 'latentchess[onnx]'"
+            ) from error
+        import logging
+        import tempfile
+
+        from latentchess.models.export import export_onnx, onnx_session
+
+        quantization_logger = logging.getLogger()  # onnxruntime.quantization advises via root
+        level = quantization_logger.level
+        quantization_logger.setLevel(max(level, logging.ERROR))
+        try:
+            with tempfile.TemporaryDirectory(prefix="latentchess-int8-") as tmp:
+                file = export_onnx(self.encoder, Path(tmp) / "encoder.int8.onnx", int8=True)
+                return onnx_session(file, threads=self.threads or 1)
+        finally:
+            quantization_logger.setLevel(level)
 
     def embed(self, positions: Iterable[Position] | Position, batch_size: int = 1024) -> FloatArray:
         """Embed positions given as FEN strings or boards.
@@ -288,6 +342,10 @@ class LatentModel:
         if np.ndim(scores) == 0:
             return float(p)
         return p.astype(np.float32)
+
+
+def _module_device(module: torch.nn.Module) -> torch.device:
+    return next(module.parameters()).device
 
 
 def _tokenize(positions: Iterable[Position] | Position) -> npt.NDArray[np.uint8]:

@@ -134,6 +134,7 @@ def save_model(
     if not path.exists():
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
         try:
+            tmp.chmod(0o777 & ~_umask())  # mkdtemp makes it private; a model is shareable
             save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
             (tmp / CONFIG_FILE).write_text(text, encoding="utf-8")
             tmp.rename(path)
@@ -149,6 +150,7 @@ def save_model(
         os.close(fd)
         try:
             write(Path(tmp_name))
+            os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp made it private
             os.replace(tmp_name, path / name)
         except BaseException:
             Path(tmp_name).unlink(missing_ok=True)
@@ -232,8 +234,9 @@ def load_model(
         device: where to run (default CPU).
         precision: ``"auto"``, ``"fp32"``, ``"bf16"`` or (CUDA) ``"fp16"``; see
             :mod:`latentchess.models.inference` for what ``"auto"`` picks and why.
-        threads: PyTorch threads per inference call (``1`` is robust on a busy machine);
-            ``None`` keeps the process-wide setting.
+        threads: PyTorch threads for every inference call; ``None``: one thread for small
+            calls (search-sized), the process-wide setting for large ones (see
+            :mod:`latentchess.models.inference`).
 
     Raises:
         ModelFileError: see :func:`read_model_config`; also a missing, truncated or corrupt weights
@@ -298,6 +301,12 @@ def _read_weights(file: Path, encoder: Encoder) -> dict[str, torch.Tensor]:
             raise ModelFileError(f"{str(file)!r}: tensor {name!r} has dtype {tensor.dtype}")
         tensors[name] = tensor.float()
     return tensors
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _git_commit() -> str | None:

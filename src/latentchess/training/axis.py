@@ -5,8 +5,10 @@ where White has a forced mate minus that of positions where Black has one. Label
 0.0 mean a forced mate in this project's data (see :mod:`latentchess.winprob`). If either side has
 fewer than ``min_per_side`` such positions, the axis falls back to ``p >= 0.99`` / ``p <= 0.01``
 (about +/-1250 cp) with an :class:`AxisFallbackWarning`. At most ``max_per_side`` positions of
-each side, drawn at random with a fixed seed, are embedded: the mean of 20,000 unit vectors is
-already within about 1% of the full mean, and embedding more costs minutes on a CPU.
+each side (default 4096), drawn at random with a fixed seed, are embedded: mate positions cluster
+tightly, and on the project's 333k-position data set (22.6k White and 23.4k Black mates) the axis
+from 500 per side already had cosine 0.99998 to the axis from all of them, 4096 per side 1.00000
+(a 1-layer encoder trained 300 steps), while embedding all 46k takes minutes on one CPU core.
 
 Calibration: ``p_white ~ sigmoid(slope * cos(z, a) + intercept)``, fitted by minimising the log
 loss against the (soft) held-out labels; UCI score output and the search's win estimates use it.
@@ -72,7 +74,7 @@ class AxisSelection:
 def select_axis_positions(
     labels: npt.ArrayLike,
     *,
-    max_per_side: int = 20_000,
+    max_per_side: int = 4096,
     seed: int = 0,
     min_per_side: int = 16,
 ) -> AxisSelection:

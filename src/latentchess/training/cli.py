@@ -39,15 +39,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument(
         "--dropout",
         type=float,
-        default=None,
-        help="override the model config's dropout (paper: 0.1)",
+        default=0.0,
+        help=(
+            "dropout of the encoder (default 0; the paper's 0.1 made short runs collapse to a "
+            "constant embedding, see benchmarks/results/lr_schedule.md)"
+        ),
     )
     p.add_argument("--steps", type=int, default=10_000, help="optimiser steps (default 10000)")
     p.add_argument(
         "--max-minutes",
         type=float,
         default=None,
-        help="stop this invocation after this many minutes, writing a checkpoint and the model",
+        help="stop training after this many minutes of this invocation, then write a checkpoint "
+        "and the model (axis, calibration: extra time on top); rerun to continue",
     )
     p.add_argument("--batch-size", type=int, default=128, help="anchors per step (default 128)")
     p.add_argument("--positives", type=int, default=5, help="positives per anchor (default 5)")
@@ -66,7 +70,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--holdout-max", type=int, default=20_000)
     p.add_argument("--eval-every", type=int, default=500, help="0: evaluate only at the end")
     p.add_argument("--eval-positions", type=int, default=4096)
-    p.add_argument("--axis-positions", type=int, default=20_000, help="mates per side for the axis")
+    p.add_argument(
+        "--axis-positions", type=int, default=4096, help="mates per side for the axis (4096)"
+    )
     p.add_argument("--checkpoint-every", type=int, default=1000)
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--cache-dir", type=Path, default=None, help="token cache of a Parquet dataset")
@@ -85,9 +91,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     from latentchess.models import get_config
     from latentchess.training.config import TrainConfig
 
-    model = get_config(args.model_config)
-    if args.dropout is not None:
-        model = dataclasses.replace(model, dropout=args.dropout)
+    model = dataclasses.replace(get_config(args.model_config), dropout=args.dropout)
     optional = {"lr": args.lr, "weight_decay": args.weight_decay}
     return TrainConfig(
         data=args.data,

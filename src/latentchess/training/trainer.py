@@ -38,7 +38,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from latentchess.errors import LatentChessError
-from latentchess.models import Encoder, EncoderConfig, save_model
+from latentchess.models import Encoder, save_model
 from latentchess.models.inference import resolve_precision
 from latentchess.training.axis import (
     advantage_axis,
@@ -140,7 +140,7 @@ class _Run:
             self.out.mkdir(parents=True, exist_ok=True)
         self._load_data()
         torch.manual_seed(cfg.seed)  # identical initial weights on every rank
-        self.encoder = _fresh_encoder(cfg.model).to(self.device)
+        self.encoder = Encoder(cfg.model).to(self.device)
         self.model: torch.nn.Module = self.encoder
         if ctx.distributed:
             ids = [self.device.index] if self.device.type == "cuda" else None
@@ -285,9 +285,8 @@ class _Run:
         started = time.monotonic()
         resumed = self._resume()
         if ctx.is_main:
-            if (
-                resumed is None
-            ):  # a fresh run: drop records of an attempt killed before any checkpoint
+            if resumed is None:
+                # A fresh run: drop records of an attempt killed before its first checkpoint.
                 self.log.path.unlink(missing_ok=True)
             self.log.truncate_after(self.step)
             (self.out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
@@ -305,8 +304,10 @@ class _Run:
             )
             self._prepare_eval()
         model_dir = self.out / "model"
-        if self.step >= cfg.steps and (model_dir / "config.json").exists():
-            return self._result("completed", model_dir if ctx.is_main else None, resumed, started)
+        if self.step >= cfg.steps and (model_dir / "config.json").exists():  # nothing left to do
+            stored = json.loads((model_dir / "config.json").read_text()).get("metrics", {})
+            main_dir = model_dir if ctx.is_main else None
+            return self._result("completed", main_dir, resumed, started, stored)
         stop = "completed"
         with self._signals():
             if ctx.is_main and self.step == 0 and cfg.eval_every:
@@ -542,21 +543,6 @@ class _Run:
         self.log.write({"kind": "final", **metrics, "final_seconds": time.monotonic() - tick})
         plot_training_curves(self.log.path, self.out / "training.png")
         return metrics
-
-
-def _fresh_encoder(config: EncoderConfig) -> Encoder:
-    """A randomly initialised encoder whose transformer layers are drawn independently.
-
-    ``nn.TransformerEncoder`` deep-copies one layer, so all layers would start as identical
-    copies; drawing each afresh is the usual initialisation (call after seeding torch).
-    """
-    encoder = Encoder(config)
-    for layer in encoder.layers.layers:
-        for module in layer.modules():
-            if module is not layer and hasattr(module, "reset_parameters"):
-                module.reset_parameters()
-        layer.self_attn._reset_parameters()
-    return encoder
 
 
 def _git_commit() -> str | None:

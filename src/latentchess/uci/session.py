@@ -1,30 +1,4 @@
-"""The UCI protocol: ``latentchess uci`` speaks to GUIs, cutechess-cli and lichess-bot.
-
-Pure functions parse each input line into a command dataclass (:func:`parse_command`) and turn a
-``position`` command into a board (:func:`build_position`); :class:`UciSession` holds the state
-and reacts to commands; :func:`run` is the thin loop that reads stdin and writes stdout (flushed
-after every line). The search runs in its own thread, so ``stop``, ``isready`` and ``quit`` are
-answered at once.
-
-Behaviour worth knowing:
-
-* Unknown or malformed input gets an ``info string`` and is otherwise ignored; unknown tokens
-  before a command are skipped (``joho debug on`` is ``debug on``), as the protocol asks.
-* A ``position`` with a bad FEN, a missing or extra king, the side not to move in check, pawns on
-  the back rank, or an illegal move in its move list is refused with an ``info string`` naming the
-  problem; the previous valid position stays current, so a following ``go`` answers a legal move
-  for it (or ``bestmove 0000`` if no position was ever set). Inconsistent castling rights or an
-  impossible en-passant square are repaired with a warning.
-* ``go`` in a position without legal moves answers ``bestmove 0000``. If the model cannot be
-  loaded, ``go`` answers ``info string`` with the reason and ``bestmove 0000``; the engine keeps
-  running and a later ``setoption name Model`` can fix it. Should the search itself fail, the
-  first legal move is played.
-* The model is loaded in the background after ``uci``; ``isready`` answers ``readyok`` once it is
-  loaded (or failed), and time limits of a ``go`` count from when it arrived, so loading time is
-  never taken from the engine's clock unnoticed.
-* ``go ponder`` searches like ``go infinite``; ``ponderhit`` then gives the search the time budget
-  of that ``go``'s clock, counted from the ponderhit.
-"""
+"""A UCI conversation: options, the current position, the engine, the search thread, the loop."""
 
 from __future__ import annotations
 
@@ -40,321 +14,37 @@ from typing import TYPE_CHECKING, TextIO
 import chess
 import chess.engine
 
+from latentchess.fastboard import tokenize_boards
 from latentchess.search import MAX_DEPTH, SearchConfig, SearchResult
+from latentchess.uci.protocol import (
+    ENGINE_AUTHOR,
+    ENGINE_NAME,
+    Command,
+    Debug,
+    Go,
+    IsReady,
+    PonderHit,
+    Position,
+    PositionError,
+    Quit,
+    SetOption,
+    Stop,
+    Uci,
+    UciNewGame,
+    Unknown,
+    build_position,
+    go_limit,
+    parse_command,
+)
 
 if TYPE_CHECKING:
     from latentchess.engines.latent import LatentEngine
+    from latentchess.models.inference import LatentModel
 
-__all__ = [
-    "Command",
-    "Uci",
-    "IsReady",
-    "UciNewGame",
-    "Position",
-    "Go",
-    "Stop",
-    "PonderHit",
-    "Quit",
-    "SetOption",
-    "Debug",
-    "Unknown",
-    "PositionError",
-    "parse_command",
-    "build_position",
-    "go_limit",
-    "UciSession",
-    "run",
-]
+__all__ = ["UciSession", "run", "format_info", "BYTES_PER_CACHE_ENTRY"]
 
-ENGINE_NAME = "latentchess"
-ENGINE_AUTHOR = "the latentchess authors"
-BYTES_PER_CACHE_ENTRY = 150
+BYTES_PER_CACHE_ENTRY = 220
 """Rough memory of one cache entry, to turn the ``Hash`` option (MB) into a number of entries."""
-
-
-# -- commands -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Command:
-    """Base class of parsed input lines."""
-
-
-@dataclass(frozen=True)
-class Uci(Command):
-    """``uci``: identify and list options."""
-
-
-@dataclass(frozen=True)
-class IsReady(Command):
-    """``isready``: answer ``readyok`` when ready."""
-
-
-@dataclass(frozen=True)
-class UciNewGame(Command):
-    """``ucinewgame``: the next position is from another game."""
-
-
-@dataclass(frozen=True)
-class Position(Command):
-    """``position startpos|fen FEN [moves m1 m2 ...]``.
-
-    Attributes:
-        fen: the FEN, or ``None`` for the standard starting position.
-        moves: moves in UCI notation, played from there.
-    """
-
-    fen: str | None
-    moves: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Go(Command):
-    """``go`` and its parameters (times in milliseconds, as on the wire).
-
-    Attributes:
-        problems: parameters that were malformed and ignored.
-    """
-
-    depth: int | None = None
-    nodes: int | None = None
-    movetime: int | None = None
-    wtime: int | None = None
-    btime: int | None = None
-    winc: int | None = None
-    binc: int | None = None
-    movestogo: int | None = None
-    mate: int | None = None
-    infinite: bool = False
-    ponder: bool = False
-    searchmoves: tuple[str, ...] = ()
-    problems: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Stop(Command):
-    """``stop``: finish searching and answer ``bestmove``."""
-
-
-@dataclass(frozen=True)
-class PonderHit(Command):
-    """``ponderhit``: the opponent played the expected move."""
-
-
-@dataclass(frozen=True)
-class Quit(Command):
-    """``quit``."""
-
-
-@dataclass(frozen=True)
-class SetOption(Command):
-    """``setoption name NAME [value VALUE]`` (names may contain spaces)."""
-
-    name: str
-    value: str | None = None
-
-
-@dataclass(frozen=True)
-class Debug(Command):
-    """``debug on|off``."""
-
-    on: bool
-
-
-@dataclass(frozen=True)
-class Unknown(Command):
-    """A line that is not a command we know, or a malformed one."""
-
-    line: str
-    problem: str
-
-
-_GO_INT_PARAMS = (
-    "depth",
-    "nodes",
-    "movetime",
-    "wtime",
-    "btime",
-    "winc",
-    "binc",
-    "movestogo",
-    "mate",
-)
-_GO_WORDS = (*_GO_INT_PARAMS, "infinite", "ponder", "searchmoves")
-_SIMPLE = {
-    "uci": Uci(),
-    "isready": IsReady(),
-    "ucinewgame": UciNewGame(),
-    "stop": Stop(),
-    "ponderhit": PonderHit(),
-    "quit": Quit(),
-}
-_KNOWN = {*_SIMPLE, "position", "go", "setoption", "debug", "register"}
-
-
-def parse_command(line: str) -> Command | None:
-    """Parse one input line; ``None`` for a blank line (and ``register``, which needs nothing)."""
-    tokens = line.split()
-    while tokens and tokens[0] not in _KNOWN:
-        tokens = tokens[1:]  # UCI: skip unknown tokens and try the rest of the line
-    if not tokens:
-        if line.strip():
-            return Unknown(line.strip(), "unknown command")
-        return None
-    name, args = tokens[0], tokens[1:]
-    if name in _SIMPLE:
-        return _SIMPLE[name]
-    if name == "register":
-        return None
-    if name == "debug":
-        if args[:1] in (["on"], ["off"]):
-            return Debug(args[0] == "on")
-        return Unknown(line.strip(), "expected 'debug on' or 'debug off'")
-    if name == "setoption":
-        return _parse_setoption(line.strip(), args)
-    if name == "position":
-        return _parse_position(line.strip(), args)
-    return _parse_go(args)
-
-
-def _parse_setoption(line: str, args: list[str]) -> Command:
-    if not args or args[0] != "name" or len(args) < 2:
-        return Unknown(line, "expected 'setoption name <id> [value <x>]'")
-    if "value" in args[1:]:
-        split = args.index("value", 1)
-        name, value = " ".join(args[1:split]), " ".join(args[split + 1 :])
-        if not name:
-            return Unknown(line, "option name is empty")
-        return SetOption(name, value)
-    return SetOption(" ".join(args[1:]))
-
-
-def _parse_position(line: str, args: list[str]) -> Command:
-    if not args:
-        return Unknown(line, "expected 'position startpos|fen <fen> [moves ...]'")
-    moves: list[str] = []
-    if "moves" in args:
-        split = args.index("moves")
-        args, moves = args[:split], args[split + 1 :]
-    if args == ["startpos"]:
-        return Position(None, tuple(moves))
-    if args[0] == "fen" and len(args) > 1:
-        return Position(" ".join(args[1:]), tuple(moves))
-    return Unknown(line, f"expected 'startpos' or 'fen <fen>' after 'position', got {args!r}")
-
-
-def _parse_go(args: list[str]) -> Go:
-    values: dict[str, object] = {}
-    problems: list[str] = []
-    searchmoves: list[str] = []
-    index = 0
-    while index < len(args):
-        token = args[index]
-        index += 1
-        if token in ("infinite", "ponder"):
-            values[token] = True
-        elif token in _GO_INT_PARAMS:
-            raw = args[index] if index < len(args) else None
-            index += 1
-            try:
-                number = int(raw) if raw is not None else None
-            except ValueError:
-                number = None
-            if number is None:
-                problems.append(f"ignored 'go {token}' with bad value {raw!r}")
-            else:
-                values[token] = max(number, 0)
-        elif token == "searchmoves":
-            while index < len(args) and args[index] not in _GO_WORDS:
-                searchmoves.append(args[index])
-                index += 1
-        else:
-            problems.append(f"ignored unknown 'go' parameter {token!r}")
-    return Go(searchmoves=tuple(searchmoves), problems=tuple(problems), **values)  # type: ignore[arg-type]
-
-
-# -- positions and limits -------------------------------------------------------------------------
-
-
-class PositionError(ValueError):
-    """A ``position`` command that cannot be accepted; the message names the problem."""
-
-
-_FATAL = {
-    chess.STATUS_NO_WHITE_KING: "no white king",
-    chess.STATUS_NO_BLACK_KING: "no black king",
-    chess.STATUS_TOO_MANY_KINGS: "too many kings",
-    chess.STATUS_TOO_MANY_WHITE_PAWNS: "more than 8 white pawns",
-    chess.STATUS_TOO_MANY_BLACK_PAWNS: "more than 8 black pawns",
-    chess.STATUS_PAWNS_ON_BACKRANK: "pawns on the first or eighth rank",
-    chess.STATUS_TOO_MANY_WHITE_PIECES: "more than 16 white pieces",
-    chess.STATUS_TOO_MANY_BLACK_PIECES: "more than 16 black pieces",
-    chess.STATUS_OPPOSITE_CHECK: "the side not to move is in check",
-    chess.STATUS_EMPTY: "the board is empty",
-}
-_REPAIRED = {
-    chess.STATUS_BAD_CASTLING_RIGHTS: "castling rights without king or rook on its square",
-    chess.STATUS_INVALID_EP_SQUARE: "impossible en-passant square",
-    chess.STATUS_TOO_MANY_CHECKERS: "more checkers than possible",
-    chess.STATUS_IMPOSSIBLE_CHECK: "a check that no legal move could give",
-}
-
-
-def build_position(command: Position) -> tuple[chess.Board, list[str]]:
-    """The board a ``position`` command describes, and warnings about repaired details.
-
-    Raises:
-        PositionError: bad FEN, a fatal board status (see the module docstring), or an illegal or
-            malformed move in the move list.
-    """
-    if command.fen is None:
-        board = chess.Board()
-    else:
-        try:
-            board = chess.Board(command.fen)
-        except ValueError as error:
-            raise PositionError(f"bad FEN {command.fen!r}: {error}") from None
-    warnings = _check_status(board, command.fen)
-    for number, uci in enumerate(command.moves, 1):
-        try:
-            move = chess.Move.from_uci(uci)
-        except ValueError:
-            raise PositionError(f"move {number} {uci!r} is not a UCI move") from None
-        if not move or not board.is_legal(move):
-            raise PositionError(f"illegal move {number} {uci!r} in {board.fen()!r}")
-        board.push(move)
-    return board, warnings
-
-
-def _check_status(board: chess.Board, fen: str | None) -> list[str]:
-    status = board.status()
-    fatal = [text for flag, text in _FATAL.items() if status & flag]
-    if fatal:
-        raise PositionError(f"invalid position {fen!r}: {', '.join(fatal)}")
-    warnings = [f"{text} in {fen!r}" for flag, text in _REPAIRED.items() if status & flag]
-    if status & chess.STATUS_BAD_CASTLING_RIGHTS:
-        board.castling_rights = board.clean_castling_rights()
-    if status & chess.STATUS_INVALID_EP_SQUARE:
-        board.ep_square = None
-    return warnings
-
-
-def go_limit(go: Go) -> chess.engine.Limit:
-    """A ``go`` command's limits in python-chess terms (seconds)."""
-
-    def seconds(ms: int | None) -> float | None:
-        return None if ms is None else ms / 1000.0
-
-    return chess.engine.Limit(
-        time=seconds(go.movetime),
-        depth=go.depth,
-        nodes=go.nodes,
-        white_clock=seconds(go.wtime),
-        black_clock=seconds(go.btime),
-        white_inc=seconds(go.winc),
-        black_inc=seconds(go.binc),
-        remaining_moves=go.movestogo,
-    )
 
 
 def format_info(result: SearchResult, turn: chess.Color, engine: LatentEngine) -> str:
@@ -393,20 +83,18 @@ class _Search:
     go: Go
     board: chess.Board
     pondering: threading.Event = field(default_factory=threading.Event)
+    searched: threading.Event = field(default_factory=threading.Event)
+    """Set by the search thread once the search has returned (it may then wait for ``stop``)."""
+    budgeted: threading.Event = field(default_factory=threading.Event)
+    """Set at ``ponderhit``: the search now runs on a clock and may answer by itself."""
+    soft_deadline: float | None = None
+    """After ``ponderhit``: no iteration completing after this is followed by another."""
 
 
-EngineFactory = Callable[[str, SearchConfig, _Options], "LatentEngine"]
-
-
-def _default_factory(model: str, config: SearchConfig, options: _Options) -> LatentEngine:
-    import torch
-
-    from latentchess.engines.latent import LatentEngine
+def _load_model(path: str, precision: str) -> LatentModel:
     from latentchess.models.io import load_model
 
-    torch.set_num_threads(options.threads)
-    loaded = load_model(Path(model), precision=options.precision)
-    return LatentEngine(loaded, config, move_overhead_s=options.move_overhead_ms / 1000.0)
+    return load_model(Path(path), precision=precision)
 
 
 class UciSession:
@@ -418,7 +106,7 @@ class UciSession:
         config: initial search settings (``depth``, ``width``, ``mode``, ``cache_size``...).
         threads: torch CPU threads.
         precision: model precision (``auto``, ``fp32``, ``bf16``).
-        engine_factory: builds the engine (tests inject their own).
+        model_loader: ``(directory, precision) -> LatentModel`` (default: ``load_model``).
     """
 
     def __init__(
@@ -429,7 +117,7 @@ class UciSession:
         config: SearchConfig | None = None,
         threads: int = 1,
         precision: str = "auto",
-        engine_factory: EngineFactory | None = None,
+        model_loader: Callable[[str, str], LatentModel] | None = None,
     ) -> None:
         if model is None:
             from latentchess.models.io import default_model_path
@@ -448,12 +136,15 @@ class UciSession:
             hash_mb=max(1, config.cache_size * BYTES_PER_CACHE_ENTRY // 1_000_000),
         )
         self._base_config = config
-        self._factory = engine_factory or _default_factory
+        self._model_loader = model_loader or _load_model
         self.board: chess.Board | None = None
         self.debug = False
+        self.model: LatentModel | None = None
+        self.model_error: str | None = None
         self.engine: LatentEngine | None = None
-        self.engine_error: str | None = None
-        self._engine_key: tuple[object, ...] | None = None
+        self._loaded: tuple[str, str] | None = None  # (model, precision) of self.model
+        self._engine_config: SearchConfig | None = None
+        self._seconds_per_position = 0.0  # measured at warm-up
         self._loader: threading.Thread | None = None
         self._search: _Search | None = None
 
@@ -480,48 +171,71 @@ class UciSession:
             cache_size=entries,
         )
 
-    def _wanted_key(self) -> tuple[object, ...]:
-        return (dataclasses.astuple(self.options), self._config())
+    def _wanted(self) -> tuple[str, str]:
+        return (self.options.model, self.options.precision)
 
     def start_loading(self) -> None:
-        """Load (or reload) the engine in the background if the options changed."""
+        """Load the model in the background unless it is loaded or loading already."""
         if self._loader is not None and self._loader.is_alive():
             return
-        if self._engine_key == self._wanted_key():
+        if self._loaded == self._wanted():
             return
         self._loader = threading.Thread(target=self._load, name="latentchess-load", daemon=True)
         self._loader.start()
 
     def _load(self) -> None:
-        key = self._wanted_key()
+        wanted = self._wanted()
+        self.engine = None
         try:
-            engine = self._factory(self.options.model, self._config(), self.options)
-            _warm_up(engine)
-            self.engine, self.engine_error = engine, None
+            import torch
+
+            torch.set_num_threads(self.options.threads)
+            model = self._model_loader(*wanted)
+            self._seconds_per_position = _warm_up(model)
+            self.model, self.model_error = model, None
         except Exception as error:  # reported to the GUI, never fatal
-            self.engine, self.engine_error = (
-                None,
-                f"cannot load model {self.options.model!r}: {error}",
-            )
-        self._engine_key = key
+            self.model, self.model_error = None, f"cannot load model {wanted[0]!r}: {error}"
+        self._loaded = wanted
 
     def wait_ready(self) -> LatentEngine | None:
-        """Make sure the engine for the current options is loaded; ``None`` if it failed."""
+        """The engine for the current options (loading the model if needed); ``None`` on error.
+
+        Search options (depth, width, mode, hash) only rebuild the engine around the loaded
+        model; the model is reloaded when its directory or precision changes.
+        """
         self.start_loading()
         if self._loader is not None:
             self._loader.join()
-        if self._engine_key != self._wanted_key():  # options changed while loading
+        if self._loaded != self._wanted():  # changed while loading
             self._load()
+        if self.model is None:
+            return None
+        import torch
+
+        if torch.get_num_threads() != self.options.threads:
+            torch.set_num_threads(self.options.threads)
+        config = self._config()
+        if self.engine is None or self._engine_config != config:
+            from latentchess.engines.latent import LatentEngine
+
+            self.engine = LatentEngine(self.model, config)
+            self.engine.searcher.seconds_per_position = self._seconds_per_position
+            self._engine_config = config
+        self.engine.move_overhead_s = self.options.move_overhead_ms / 1000.0
         return self.engine
 
     # -- commands ----------------------------------------------------------------------------
 
     def handle_line(self, line: str) -> bool:
-        """Handle one input line; False after ``quit``."""
-        command = parse_command(line)
-        if command is None:
+        """Handle one input line; False after ``quit``. Never raises: errors become info lines."""
+        try:
+            command = parse_command(line)
+            if command is None:
+                return True
+            return self.handle(command)
+        except Exception as error:  # a GUI must never see the engine die
+            self.info(f"error handling {line.strip()!r}: {type(error).__name__}: {error}")
             return True
-        return self.handle(command)
 
     def handle(self, command: Command) -> bool:
         """Handle one parsed command; False after ``quit``."""
@@ -619,8 +333,8 @@ class UciSession:
         else:
             self.info(f"unknown option {command.name!r}")
             return
-        if self._engine_key is not None:
-            self.start_loading()
+        if self._loaded is not None:
+            self.start_loading()  # a new Model or Precision starts loading now
 
     def _position(self, command: Position) -> None:
         try:
@@ -650,7 +364,7 @@ class UciSession:
             return
         engine = self.wait_ready()
         if engine is None:
-            self.info(self.engine_error or "no engine")
+            self.info(self.model_error or "no model")
             self.write("bestmove 0000")
             return
         stop = threading.Event()
@@ -670,6 +384,13 @@ class UciSession:
         board, go = search.board, search.go
         infinite = go.infinite or go.ponder
         limit = go_limit(go) if not infinite else chess.engine.Limit(depth=go.depth, nodes=go.nodes)
+
+        def on_iteration(result: SearchResult) -> None:
+            self.write(format_info(result, board.turn, engine))
+            soft = search.soft_deadline
+            if soft is not None and time.monotonic() >= soft:
+                search.stop.set()  # after ponderhit: the clock's soft limit, as in a timed go
+
         try:
             result = engine.search(
                 board,
@@ -677,7 +398,7 @@ class UciSession:
                 stop=search.stop,
                 infinite=infinite,
                 started=received,
-                on_iteration=lambda r: self.write(format_info(r, board.turn, engine)),
+                on_iteration=on_iteration,
             )
             move, ponder = result.move, result.pv[1] if len(result.pv) > 1 else None
             if self.debug:
@@ -688,7 +409,11 @@ class UciSession:
         except Exception as error:  # never die mid-game: play something legal
             self.info(f"search failed ({type(error).__name__}: {error}); playing a legal move")
             move, ponder = next(iter(board.legal_moves)), None
-        if infinite:  # the protocol: no bestmove before stop (or ponderhit's own budget)
+        search.searched.set()
+        # The protocol: no bestmove before stop -- unless ponderhit gave the search a budget.
+        # (searched is set before budgeted is read, and _ponderhit sets budgeted before it reads
+        # searched, so a search that ends around the ponderhit never waits out the timer.)
+        if infinite and not search.budgeted.is_set():
             search.stop.wait()
         text = f"bestmove {move.uci()}" if move is not None else "bestmove 0000"
         if ponder is not None:
@@ -710,6 +435,11 @@ class UciSession:
         if engine is None or budget is None:
             search.stop.set()
             return
+        search.soft_deadline = time.monotonic() + budget.soft
+        search.budgeted.set()
+        if search.searched.is_set():  # e.g. a mate found while pondering: answer now
+            search.stop.set()
+            return
         timer = threading.Timer(seconds, search.stop.set)
         timer.daemon = True
         timer.start()
@@ -727,18 +457,19 @@ class UciSession:
         self._stop_search()
 
 
-def _warm_up(engine: LatentEngine) -> None:
-    """Run the first (slow) forward passes now and measure the scorer's speed for deadlines."""
+def _warm_up(model: LatentModel) -> float:
+    """Run the first (slow) forward passes now; returns the measured seconds per position."""
     start = chess.Board()
     boards = []
     for move in start.legal_moves:
         child = start.copy(stack=False)
         child.push(move)
         boards.append(child)
-    engine.score_boards(boards)
+    tokens = tokenize_boards(boards)
+    model.score_tokens(tokens)
     began = time.perf_counter()
-    engine.score_boards(boards)
-    engine.searcher.observe_speed(len(boards), time.perf_counter() - began)
+    model.score_tokens(tokens)
+    return (time.perf_counter() - began) / len(boards)
 
 
 def run(

@@ -1,0 +1,189 @@
+"""Search settings, results and the scale of search values (axis scores and mates)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import chess
+import chess.engine
+import numpy as np
+import numpy.typing as npt
+
+from latentchess.winprob import centipawns
+
+__all__ = [
+    "MATE_VALUE",
+    "MODES",
+    "MAX_DEPTH",
+    "Scorer",
+    "SearchConfig",
+    "SearchResult",
+    "RootMove",
+    "is_mate_value",
+    "mate_in",
+    "pov_score",
+]
+
+MATE_VALUE = 100.0
+"""A checkmate ``p`` plies from the root is worth ``+-(MATE_VALUE - p)`` (White's view)."""
+MODES = ("minimax", "beam")
+MAX_DEPTH = 64
+"""Deepest iteration the iterative-deepening driver starts (``go infinite``)."""
+
+Scorer = Callable[[Sequence[chess.Board]], npt.NDArray[np.floating]]
+"""Boards -> ``(N,)`` axis scores in [-1, 1] from White's view (a model, or a fake in tests)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchConfig:
+    """How the search runs.
+
+    Attributes:
+        mode: ``"minimax"`` (top-k pruned minimax, default) or ``"beam"`` (level-wise beam).
+        depth: plies searched when no other limit is given (the paper's best: 6).
+        width: children expanded per node (minimax) or positions kept per level (beam): k.
+        cache_size: positions whose scores the LRU embedding cache keeps (about 220 bytes each).
+        alpha_beta: cut off among expanded children (same move and value; fewer embeddings).
+        frontier_batch: score the grandchildren of all expanded children of a node two plies
+            above the horizon in one batch (minimax; bigger batches for accelerators, a few more
+            positions). Not with ``leaf_chunk``.
+        leaf_chunk: with alpha-beta, a node one ply above the horizon scores its likeliest
+            refutations first in a batch of this size and the rest only if no cutoff came
+            (fewer positions, smaller batches: best on CPU); 0 scores whole sibling sets.
+        draw_score: axis score of a drawn position (the cosine where White's calibrated win
+            probability is 1/2; 0 without a calibration).
+    """
+
+    mode: str = "minimax"
+    depth: int = 6
+    width: int = 3
+    cache_size: int = 1_000_000
+    alpha_beta: bool = True
+    frontier_batch: bool = False
+    leaf_chunk: int = 8
+    draw_score: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown search mode {self.mode!r}; choose from {list(MODES)}")
+        for name in ("depth", "width", "cache_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"SearchConfig.{name} must be a positive int, got {value!r}")
+        if not isinstance(self.leaf_chunk, int) or self.leaf_chunk < 0:
+            raise ValueError(
+                f"SearchConfig.leaf_chunk must be an int >= 0, got {self.leaf_chunk!r}"
+            )
+        if self.frontier_batch and self.leaf_chunk:
+            raise ValueError(
+                "SearchConfig.frontier_batch needs leaf_chunk=0 (they exclude each other)"
+            )
+        if self.depth > MAX_DEPTH:
+            raise ValueError(f"SearchConfig.depth must be at most {MAX_DEPTH}, got {self.depth}")
+        if not -1.0 <= self.draw_score <= 1.0:
+            raise ValueError(
+                f"SearchConfig.draw_score must lie in [-1, 1], got {self.draw_score!r}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RootMove:
+    """One legal root move as the search saw it.
+
+    Attributes:
+        move: the move.
+        static: score of the position after the move (its axis projection, or the exact value of
+            a terminal position), White's view.
+        value: backed-up value if the move was expanded, else ``None``.
+        exact: whether ``value`` is exact; alpha-beta proves only a bound for moves that cannot
+            beat the best one (an upper bound when White moves, a lower bound when Black moves).
+    """
+
+    move: chess.Move
+    static: float
+    value: float | None = None
+    exact: bool = False
+
+
+@dataclass(kw_only=True)
+class SearchResult:
+    """Outcome of a search.
+
+    Attributes:
+        move: the move to play; ``None`` only when the root has no legal move.
+        value: backed-up value of ``move``, White's view (axis scale; mates ``+-(MATE_VALUE -
+            plies)``). Without legal moves: the root's own terminal value.
+        pv: principal variation, starting with ``move``.
+        depth: last completed depth (plies).
+        mode: search mode.
+        nodes: positions embedded (sent to the scorer), all iterations together.
+        cache_hits: positions whose score came from the cache.
+        time_s: wall time.
+        completed: whether the requested depth was completed (False when stopped early).
+        root_moves: every legal root move, in the order the last iteration ranked them.
+        scorer_time_s: part of ``time_s`` spent inside the scorer.
+        scorer_calls: number of scorer batches.
+    """
+
+    move: chess.Move | None
+    value: float
+    pv: list[chess.Move] = field(default_factory=list)
+    depth: int = 0
+    mode: str = "minimax"
+    nodes: int = 0
+    cache_hits: int = 0
+    time_s: float = 0.0
+    completed: bool = True
+    root_moves: list[RootMove] = field(default_factory=list)
+    scorer_time_s: float = 0.0
+    scorer_calls: int = 0
+
+    @property
+    def cache_hit_rate(self) -> float:
+        """Share of score lookups answered by the cache."""
+        total = self.nodes + self.cache_hits
+        return self.cache_hits / total if total else 0.0
+
+    @property
+    def nps(self) -> float:
+        """Positions embedded per second."""
+        return self.nodes / self.time_s if self.time_s > 0 else 0.0
+
+
+def is_mate_value(value: float) -> bool:
+    """Whether a search value is a forced checkmate rather than an axis score."""
+    return abs(value) > MATE_VALUE / 2
+
+
+def mate_in(value: float, turn: chess.Color) -> int | None:
+    """Moves to mate from the view of the side to move (UCI ``score mate``), or ``None``.
+
+    Positive: the side to move mates in that many of its moves; negative: it is mated after that
+    many of its moves; ``0``: it is checkmated now.
+    """
+    if not is_mate_value(value):
+        return None
+    plies = round(MATE_VALUE - abs(value))
+    white_mates = value > 0
+    if white_mates == (turn == chess.WHITE):
+        return (plies + 1) // 2
+    return -(plies // 2)
+
+
+def pov_score(
+    value: float, turn: chess.Color, win_probability: Callable[[float], float]
+) -> chess.engine.PovScore:
+    """A search value as a python-chess score from the side to move's view.
+
+    Axis scores go through the model's calibration (axis score -> White win probability) and
+    :func:`latentchess.winprob.centipawns`, clipped to +-10000 cp, so that UCI ``score cp`` means
+    what it means for other engines; forced mates become ``Mate(n)``.
+    """
+    mate = mate_in(value, turn)
+    if mate is not None:
+        return chess.engine.PovScore(chess.engine.Mate(mate), turn)
+    p_white = min(max(float(win_probability(value)), 0.0), 1.0)
+    cp = centipawns(p_white)
+    cp_white = round(min(max(cp, -10000.0), 10000.0))
+    return chess.engine.PovScore(chess.engine.Cp(cp_white if turn else -cp_white), turn)

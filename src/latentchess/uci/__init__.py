@@ -1,0 +1,74 @@
+"""The UCI protocol: ``latentchess uci`` speaks to GUIs, cutechess-cli and lichess-bot.
+
+Pure functions (``protocol``) parse each input line into a command dataclass
+(:func:`parse_command`) and turn a ``position`` command into a board (:func:`build_position`);
+:class:`UciSession` (``session``) holds the state and reacts to commands; :func:`run` is the thin
+loop that reads stdin and writes stdout (flushed after every line). The search runs in its own
+thread, so ``stop``, ``isready`` and ``quit`` are answered at once.
+
+Behaviour worth knowing:
+
+* Unknown or malformed input gets an ``info string`` and is otherwise ignored; unknown tokens
+  before a command are skipped (``joho debug on`` is ``debug on``), as the protocol asks.
+* A ``position`` with a bad FEN, a missing or extra king, the side not to move in check, pawns on
+  the back rank, or an illegal move in its move list is refused with an ``info string`` naming the
+  problem; the previous valid position stays current, so a following ``go`` answers a legal move
+  for it (or ``bestmove 0000`` if no position was ever set). Inconsistent castling rights or an
+  impossible en-passant square are repaired with a warning.
+* ``go`` in a position without legal moves answers ``bestmove 0000``. If the model cannot be
+  loaded, ``go`` answers ``info string`` with the reason and ``bestmove 0000``; the engine keeps
+  running and a later ``setoption name Model`` can fix it. Should the search itself fail, the
+  first legal move is played.
+* The model is loaded in the background after ``uci``; ``isready`` answers ``readyok`` once it is
+  loaded (or failed), and time limits of a ``go`` count from when it arrived, so loading time is
+  never taken from the engine's clock unnoticed.
+* ``go ponder`` searches like ``go infinite``; ``ponderhit`` then gives the search the time budget
+  of that ``go``'s clock, counted from the ponderhit.
+"""
+
+from latentchess.uci.protocol import (
+    ENGINE_AUTHOR,
+    ENGINE_NAME,
+    Command,
+    Debug,
+    Go,
+    IsReady,
+    PonderHit,
+    Position,
+    PositionError,
+    Quit,
+    SetOption,
+    Stop,
+    Uci,
+    UciNewGame,
+    Unknown,
+    build_position,
+    go_limit,
+    parse_command,
+)
+from latentchess.uci.session import BYTES_PER_CACHE_ENTRY, UciSession, format_info, run
+
+__all__ = [
+    "Command",
+    "Uci",
+    "IsReady",
+    "UciNewGame",
+    "Position",
+    "Go",
+    "Stop",
+    "PonderHit",
+    "Quit",
+    "SetOption",
+    "Debug",
+    "Unknown",
+    "PositionError",
+    "parse_command",
+    "build_position",
+    "go_limit",
+    "ENGINE_NAME",
+    "ENGINE_AUTHOR",
+    "UciSession",
+    "run",
+    "format_info",
+    "BYTES_PER_CACHE_ENTRY",
+]
