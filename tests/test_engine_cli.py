@@ -64,6 +64,11 @@ def test_engine_protocol_and_limits(engine: LatentEngine) -> None:
     assert result.depth == 2
     result = engine.search(board, chess.engine.Limit(nodes=40))
     assert result.nodes <= max(40, board.legal_moves.count())
+    # 50 ms per move with the default 50 ms overhead: moves are still scored, not just the first
+    # legal move played (the scorer speed is known from the searches above).
+    engine.new_game()
+    result = engine.search(board, chess.engine.Limit(time=0.05))
+    assert result.nodes > 0
     with pytest.raises(EngineError, match="no legal move"):
         engine.play(chess.Board("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1"), chess.engine.Limit(depth=1))
 
@@ -133,6 +138,9 @@ def test_time_budget() -> None:
     assert time_budget(chess.engine.Limit(depth=3), chess.WHITE) is None
     fixed = time_budget(chess.engine.Limit(time=1.0), chess.WHITE, overhead_s=0.05)
     assert fixed.hard == pytest.approx(0.95) and fixed.soft == fixed.hard
+    # A short fixed time is not eaten whole by the overhead reserve (at most a fifth of it).
+    short = time_budget(chess.engine.Limit(time=0.05), chess.WHITE, overhead_s=0.05)
+    assert short.hard == pytest.approx(0.04)
     clock = chess.engine.Limit(white_clock=60.0, black_clock=1.0, white_inc=1.0, black_inc=0.0)
     white, black = time_budget(clock, chess.WHITE), time_budget(clock, chess.BLACK)
     assert 1.0 < white.soft <= white.hard <= 30.0
@@ -183,6 +191,10 @@ def test_commands_refuse_bad_input(model_dir: Path, capsys: pytest.CaptureFixtur
     missing = str(model_dir.parent / "nowhere")
     assert main(["bestmove", "startpos", "--model", missing]) == 2
     assert "does not exist" in capsys.readouterr().err
+    # 'uci' takes its limits from each 'go'; it must not accept limit flags it would ignore.
+    with pytest.raises(SystemExit):
+        main(["uci", "--model", str(model_dir), "--time", "1"])
+    assert "unrecognized arguments: --time" in capsys.readouterr().err
 
 
 # -- playing in the terminal ----------------------------------------------------------------------

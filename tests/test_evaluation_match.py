@@ -145,6 +145,9 @@ def test_resume_refuses_a_different_schedule(tmp_path, openings) -> None:
     run_match(a, b, openings, quiet(2), pgn_path=pgn)
     with pytest.raises(DataFormatError, match="disagrees with this run's schedule"):
         run_match(a, b, list(reversed(openings)), quiet(2), pgn_path=pgn)
+    # The same players at another limit: those games do not belong to this match.
+    with pytest.raises(DataFormatError, match="limit 'depth=1', this run gives it 'depth=2'"):
+        run_match(a, first_player("b", limit="depth=2"), openings, quiet(2), pgn_path=pgn)
 
 
 def test_crashing_engine_loses_and_the_match_goes_on(tmp_path, openings) -> None:

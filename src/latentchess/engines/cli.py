@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="run the engine as a UCI engine on stdin/stdout (GUIs, cutechess, lichess-bot)",
         description="Speak UCI on stdin/stdout. The model loads in the background after 'uci'.",
     )
-    _search_arguments(uci)
+    _search_arguments(uci, limits=False)  # each UCI 'go' carries its own limits
     uci.set_defaults(func=_uci)
 
     best = subparsers.add_parser(
@@ -73,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     play.set_defaults(func=_play)
 
 
-def _search_arguments(parser: argparse.ArgumentParser) -> None:
+def _search_arguments(parser: argparse.ArgumentParser, *, limits: bool = True) -> None:
     defaults = SearchConfig()
     parser.add_argument("--model", metavar="DIR", help="model directory (default: default model)")
     parser.add_argument(
@@ -92,8 +92,9 @@ def _search_arguments(parser: argparse.ArgumentParser) -> None:
         help="model precision (default: %(default)s)",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
-    parser.add_argument("--time", type=float, metavar="SECONDS", help="time limit per move")
-    parser.add_argument("--nodes", type=int, help="limit on positions embedded per move")
+    if limits:
+        parser.add_argument("--time", type=float, metavar="SECONDS", help="time limit per move")
+        parser.add_argument("--nodes", type=int, help="limit on positions embedded per move")
 
 
 def _position_arguments(parser: argparse.ArgumentParser) -> None:

@@ -70,7 +70,9 @@ def time_budget(
 ) -> TimeBudget | None:
     """How long to think under ``limit``, or ``None`` when it sets no time.
 
-    A fixed time per move is used whole (minus the overhead). With a clock the target is an even
+    A fixed time per move is used whole, minus the overhead, which takes at most a fifth of it
+    (at 50 ms per move, the ladder's setting, a 50 ms reserve would leave no time to score a
+    single move: the engine would play the first legal move). With a clock the target is an even
     share of what is left (``remaining_moves``, else 30 more moves) plus most of the increment;
     the hard limit is at most three targets and never more than half the clock (85% on the last
     move before a time control), so the engine never loses on time, even when an iteration it
@@ -78,7 +80,7 @@ def time_budget(
     """
     budgets = []
     if limit.time is not None:
-        hard = max(limit.time - overhead_s, 0.0)
+        hard = max(limit.time - min(overhead_s, 0.2 * limit.time), 0.0)
         budgets.append(TimeBudget(hard, hard))
     clock = limit.white_clock if turn == chess.WHITE else limit.black_clock
     if clock is not None:

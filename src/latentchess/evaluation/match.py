@@ -332,6 +332,18 @@ def _resume(
                     f"as White, opening {opening.name!r}): resume with the same openings and seed",
                     path=path,
                 )
+            # Games played under other limits are not this match's games: mixing them would
+            # silently change what the score measures.
+            limits = {player1.name: str(player1.limit), player2.name: str(player2.limit)}
+            for side in ("White", "Black"):
+                recorded = h.get(f"{side}Limit")
+                if recorded is not None and recorded != limits[h[side]]:
+                    raise DataFormatError(
+                        f"round {number} in the file was played with {side} ({h[side]}) at "
+                        f"limit {recorded!r}, this run gives it {limits[h[side]]!r}: resume with "
+                        "the same limits (or use another --event or PGN)",
+                        path=path,
+                    )
             done[number] = GameRecord(
                 round=number,
                 white=h["White"],

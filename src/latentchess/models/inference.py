@@ -15,17 +15,18 @@ Precision (see ``benchmarks/results/inference.md`` for the measurements behind t
   above 0.9999.
 * ``"fp16"``: CUDA only, autocast to float16 (for GPUs without bfloat16).
 * ``"int8"``: CPU only, opt-in: the encoder is exported to ONNX with dynamically quantised
-  per-channel int8 weights and run by ONNX Runtime (optional dependency). On an AVX2 CPU it was
-  ~1.3-1.5x faster than ``"fp32"`` at search-sized batches with cosine > 0.9997 to float32, but
-  building it costs 3-4 s per load (ONNX export + quantisation) and int8 kernels differ between
-  CPUs (results are not bit-reproducible across machines), so ``"auto"`` does not pick it.
+  per-channel int8 weights and run by ONNX Runtime (optional dependency). On an AVX2 EPYC it was
+  the fastest path, 1.3-1.9x ``"fp32"`` (one thread, batches 1-512), with a minimum cosine to
+  float32 of 0.9994-0.9997 on random networks: a thin margin over the 0.999 bar, unverified on
+  trained ones. Building it costs 3-4 s per load (ONNX export + quantisation) and int8 kernels
+  differ between CPUs (not bit-reproducible across machines), so ``"auto"`` does not pick it.
 * ``"auto"``: CUDA -> ``"bf16"`` (``"fp16"`` where bfloat16 is unsupported); CPU -> ``"bf16"`` when
   the CPU has native bfloat16 support, else ``"fp32"``.
 
 Threads: PyTorch's intra-op pool is process-wide. On a 2-core machine with any other busy process
 (Stockfish, a test run), two threads were 4-40x slower than one for batches of 1-32 positions,
-because every parallel region waits for a descheduled thread; small batches gain little from
-threads even on a quiet machine. So by default (``threads=None``) a call of at most
+because every parallel region waits for a descheduled thread, and small batches are where extra
+threads help least anyway. So by default (``threads=None``) a call of at most
 :data:`SINGLE_THREAD_MAX_BATCH` positions runs on one thread and larger calls use the process-wide
 setting (the size of one forward pass counts: ``min(N, batch_size)``); an explicit
 ``threads=n`` applies to every call. The previous setting is restored after
@@ -160,7 +161,8 @@ class LatentModel:
             # Never convert the caller's module in place (it may still be training).
             encoder = copy.deepcopy(encoder).to(self.device)
             if cast:
-                # CPU: bfloat16 weights beat autocast (no per-call weight casts).
+                # CPU: bfloat16 weights spare autocast's per-call weight casts (on AVX2 both
+                # were equally slow; unmeasured on AMX, where the benchmark has both paths).
                 encoder = encoder.to(torch.bfloat16)
             encoder.eval()
         self.encoder: Encoder = encoder

@@ -16,8 +16,9 @@ Behaviour worth knowing:
   for it (or ``bestmove 0000`` if no position was ever set). Inconsistent castling rights or an
   impossible en-passant square are repaired with a warning.
 * ``go`` in a position without legal moves answers ``bestmove 0000``. If the model cannot be
-  loaded, ``go`` answers ``info string`` with the reason and ``bestmove 0000``; the engine keeps
-  running and a later ``setoption name Model`` can fix it. Should the search itself fail, the
+  loaded, ``go`` answers ``info string`` with the reason and a legal fallback move (a capture if
+  any, else the first generated move) so that no game is forfeited; the engine keeps running and a
+  later ``setoption name Model`` can fix it. Should the search itself fail, the
   first legal move is played.
 * The model is loaded in the background after ``uci``; ``isready`` answers ``readyok`` once it is
   loaded (or failed), and time limits of a ``go`` count from when it arrived, so loading time is

@@ -364,8 +364,12 @@ class UciSession:
             return
         engine = self.wait_ready()
         if engine is None:
-            self.info(self.model_error or "no model")
-            self.write("bestmove 0000")
+            # Never forfeit a game over a missing model: answer with a legal move (a capture if
+            # there is one, the first generated move otherwise) and say why.
+            moves = list(board.legal_moves)
+            fallback = next((m for m in moves if board.is_capture(m)), moves[0])
+            self.info(f"{self.model_error or 'no model'}; playing a fallback move without search")
+            self.write(f"bestmove {fallback.uci()}")
             return
         stop = threading.Event()
         search = _Search(threading.Thread(target=lambda: None), stop, go, board)
