@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The main job, non-interactively. Until a default model ships: generate and label a few hundred
-# positions with real Stockfish, then show what was made.
+# The main job, non-interactively: load the shipped default model, analyse a position move by move
+# next to a Stockfish referee, and play a short game against Stockfish (UCI_Elo 1350), printing
+# moves and evaluations; the game is written to demo-output/demo-game.pgn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=demo-output
-.venv/bin/latentchess data generate --out "$out/data" --positions 300 --seed 1
-.venv/bin/latentchess data summary "$out/data"
+.venv/bin/latentchess demo --pgn demo-output/demo-game.pgn "$@"

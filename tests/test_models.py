@@ -525,3 +525,20 @@ def test_export_onnx_int8(model_dir: Path, tmp_path: Path) -> None:
     assert check.positions == 16
     # Lossy, but per-channel 7-bit weights keep it close (the benchmark's bar is 0.999).
     assert check.min_cosine > 0.995, check
+
+
+def test_auto_precision_on_cpu_keeps_ranking_fidelity(model_dir: Path) -> None:
+    """``auto`` may pick int8 on a CPU without fast bf16, but only if it passes the 0.999 bar."""
+    from latentchess.models.inference import INT8_MIN_COSINE, _probe_tokens, cpu_has_fast_bf16
+
+    auto = load_model(model_dir)
+    reference = load_model(model_dir, precision="fp32")
+    if cpu_has_fast_bf16():
+        assert auto.precision == "bf16"
+        return
+    assert auto.precision in ("int8", "fp32")
+    assert auto.precision_check is not None and auto.precision_check.startswith(auto.precision)
+    tokens = _probe_tokens(64)
+    cosines = (auto.embed_tokens(tokens) * reference.embed_tokens(tokens)).sum(axis=1)
+    assert cosines.min() >= INT8_MIN_COSINE
+    assert reference.precision_check is None  # an explicit precision is never second-guessed

@@ -14,14 +14,15 @@ Precision (see ``benchmarks/results/inference.md`` for the measurements behind t
   5-10x *slower* than float32 (measured on an AVX2 EPYC). Cosine to the float32 embedding stays
   above 0.9999.
 * ``"fp16"``: CUDA only, autocast to float16 (for GPUs without bfloat16).
-* ``"int8"``: CPU only, opt-in: the encoder is exported to ONNX with dynamically quantised
-  per-channel int8 weights and run by ONNX Runtime (optional dependency). On an AVX2 EPYC it was
-  the fastest path, 1.3-1.9x ``"fp32"`` (one thread, batches 1-512), with a minimum cosine to
-  float32 of 0.9994-0.9997 on random networks: a thin margin over the 0.999 bar, unverified on
-  trained ones. Building it costs 3-4 s per load (ONNX export + quantisation) and int8 kernels
-  differ between CPUs (not bit-reproducible across machines), so ``"auto"`` does not pick it.
+* ``"int8"``: CPU only: the encoder is exported to ONNX with dynamically quantised per-channel
+  int8 weights and run by ONNX Runtime. On an AVX2 EPYC it was the fastest path, 1.3-1.9x
+  ``"fp32"`` (one thread, batches 1-512; 1.2-1.45x for the shipped micro model, whose minimum
+  cosine to float32 was 0.9995). Building it costs 1.5-4 s per load (export + quantisation), and
+  int8 kernels differ between CPUs (not bit-reproducible across machines).
 * ``"auto"``: CUDA -> ``"bf16"`` (``"fp16"`` where bfloat16 is unsupported); CPU -> ``"bf16"`` when
-  the CPU has native bfloat16 support, else ``"fp32"``.
+  the CPU has native bfloat16 support; otherwise, for a model loaded from disk, ``"int8"`` when it
+  passes a load-time fidelity check (min cosine >= 0.999 to float32 on 256 fixed positions,
+  reported in :attr:`LatentModel.precision_check`), else ``"fp32"``.
 
 Threads: PyTorch's intra-op pool is process-wide. On a 2-core machine with any other busy process
 (Stockfish, a test run), two threads were 4-40x slower than one for batches of 1-32 positions,
@@ -167,6 +168,10 @@ class LatentModel:
             encoder.eval()
         self.encoder: Encoder = encoder
         self._session: Any = self._int8_session() if self.precision == "int8" else None
+        self.precision_check: str | None = None
+        """Why ``"auto"`` chose what it chose, when it compared paths (see :meth:`_auto_int8`)."""
+        if precision == "auto" and path is not None and self.precision == "fp32":
+            self._auto_int8()
 
     @classmethod
     def from_encoder(
@@ -281,6 +286,39 @@ class LatentModel:
         finally:
             quantization_logger.setLevel(level)
 
+    def _auto_int8(self) -> None:
+        """``"auto"`` on a CPU without fast bfloat16: use int8 if it keeps ranking fidelity.
+
+        The int8 session is built and compared with float32 on :data:`INT8_PROBE_POSITIONS`
+        fixed positions; it is kept only if every embedding has cosine >= :data:`INT8_MIN_COSINE`
+        to its float32 counterpart (the issue's bar), else the model stays in float32. Only for
+        models loaded from disk (training evaluations stay float32).
+        """
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            self.precision_check = "fp32: onnxruntime not installed, int8 not tried"
+            return
+        probe = _probe_tokens(INT8_PROBE_POSITIONS)
+        reference = self.embed_tokens(probe)
+        try:
+            session = self._int8_session()
+        except Exception as error:  # any export failure means: stay in fp32
+            self.precision_check = f"fp32: int8 export failed ({error})"
+            return
+        self._session = session
+        worst = float((reference * self.embed_tokens(probe)).sum(axis=1).min())
+        if worst >= INT8_MIN_COSINE:
+            self.precision = "int8"
+            self.precision_check = (
+                f"int8: min cosine {worst:.5f} to fp32 on {len(probe)} probe positions"
+            )
+        else:
+            self._session = None
+            self.precision_check = (
+                f"fp32: int8 min cosine {worst:.5f} < {INT8_MIN_COSINE} on {len(probe)} positions"
+            )
+
     def embed(self, positions: Iterable[Position] | Position, batch_size: int = 1024) -> FloatArray:
         """Embed positions given as FEN strings or boards.
 
@@ -348,6 +386,26 @@ class LatentModel:
 
 def _module_device(module: torch.nn.Module) -> torch.device:
     return next(module.parameters()).device
+
+
+INT8_MIN_COSINE = 0.999
+"""Ranking-fidelity bar for reduced precision: cosine to the float32 embedding."""
+INT8_PROBE_POSITIONS = 256
+
+
+def _probe_tokens(count: int) -> npt.NDArray[np.uint8]:
+    """Tokens of ``count`` fixed, varied positions: seeded random games from the start."""
+    rng = np.random.default_rng(0)
+    board = chess.Board()
+    fens: list[str] = []
+    while len(fens) < count:
+        moves = list(board.legal_moves)
+        if not moves or board.ply() > 120:
+            board = chess.Board()
+            continue
+        board.push(moves[int(rng.integers(len(moves)))])
+        fens.append(board.fen())
+    return tokenize_batch(fens)
 
 
 def _tokenize(positions: Iterable[Position] | Position) -> npt.NDArray[np.uint8]:
