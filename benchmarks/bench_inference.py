@@ -50,7 +50,7 @@ from latentchess.models import MODEL_CONFIGS, Encoder, EncoderConfig, LatentMode
 from latentchess.models.inference import cpu_has_fast_bf16, resolve_precision
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_SAMPLE = Path("/work/shared/data/sf15-d9-eco-selfplay.csv.gz")
+SHARED_SAMPLE = Path(__file__).resolve().parents[2] / "shared/data/sf15-d9-eco-selfplay.csv.gz"
 PATHS = ("torch-fp32", "torch-bf16", "torch-bf16-autocast", "ort-fp32", "ort-int8")
 FIDELITY_THRESHOLD = 0.999
 ROW_GEMM_SIZE = 1024

@@ -40,7 +40,7 @@ from latentchess.data.stockfish import find_stockfish, label_from_infos
 from latentchess.data.store import read_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_CSV = Path("/work/shared/data/sf15-d9-eco-selfplay.csv.gz")
+SHARED_CSV = Path(__file__).resolve().parents[2] / "shared/data/sf15-d9-eco-selfplay.csv.gz"
 MULTIPV = 4  # what `data generate` searches per position
 DELTA = 0.05  # SupCon's positive margin (SOLIS section 3): label errors should stay below it
 

@@ -50,7 +50,7 @@ from latentchess.models.io import default_model_path, load_model
 from latentchess.search import EmbeddingCache, SearchConfig, Searcher, SearchResult
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_SAMPLE = Path("/work/shared/data/sf15-d9-eco-selfplay.csv.gz")
+SHARED_SAMPLE = Path(__file__).resolve().parents[2] / "shared/data/sf15-d9-eco-selfplay.csv.gz"
 VARIANTS: dict[str, dict[str, Any]] = {
     "minimax": {},
     "minimax-wide": {"leaf_chunk": 0},

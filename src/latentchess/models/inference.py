@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -277,14 +278,17 @@ class LatentModel:
         from latentchess.models.export import export_onnx, onnx_session
 
         quantization_logger = logging.getLogger()  # onnxruntime.quantization advises via root
-        level = quantization_logger.level
-        quantization_logger.setLevel(max(level, logging.ERROR))
-        try:
-            with tempfile.TemporaryDirectory(prefix="latentchess-int8-") as tmp:
-                file = export_onnx(self.encoder, Path(tmp) / "encoder.int8.onnx", int8=True)
-                return onnx_session(file, threads=self.threads or 1)
-        finally:
-            quantization_logger.setLevel(level)
+        # torch.onnx.export is not thread-safe (engines are built in parallel by matches), and
+        # the logger level is process state: one export at a time.
+        with _EXPORT_LOCK:
+            level = quantization_logger.level
+            quantization_logger.setLevel(max(level, logging.ERROR))
+            try:
+                with tempfile.TemporaryDirectory(prefix="latentchess-int8-") as tmp:
+                    file = export_onnx(self.encoder, Path(tmp) / "encoder.int8.onnx", int8=True)
+                    return onnx_session(file, threads=self.threads or 1)
+            finally:
+                quantization_logger.setLevel(level)
 
     def _auto_int8(self) -> None:
         """``"auto"`` on a CPU without fast bfloat16: use int8 if it keeps ranking fidelity.
@@ -387,6 +391,8 @@ class LatentModel:
 def _module_device(module: torch.nn.Module) -> torch.device:
     return next(module.parameters()).device
 
+
+_EXPORT_LOCK = threading.Lock()
 
 INT8_MIN_COSINE = 0.999
 """Ranking-fidelity bar for reduced precision: cosine to the float32 embedding."""
