@@ -46,6 +46,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LatentChessError as error:
         print(f"latentchess {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (e.g. `latentchess analyse ... | head`): not an error of ours.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print(f"latentchess {args.command}: interrupted", file=sys.stderr)
         return 130
