@@ -28,7 +28,6 @@ import dataclasses
 import json
 import platform
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +38,7 @@ import torch
 
 from latentchess.models import MODEL_CONFIGS, Encoder, EncoderConfig
 from latentchess.models.inference import cpu_has_fast_bf16
+from latentchess.provenance import git_commit as _git_commit
 from latentchess.training.losses import supcon_loss
 
 REPO = Path(__file__).resolve().parents[1]
@@ -291,16 +291,6 @@ def _markdown(doc: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-def _git_commit() -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=5
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() or None
 
 
 if __name__ == "__main__":

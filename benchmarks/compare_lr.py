@@ -23,7 +23,6 @@ import argparse
 import json
 import platform
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +32,7 @@ from typing import Any
 import torch
 
 from latentchess.models import EncoderConfig
+from latentchess.provenance import git_commit as _git_commit
 from latentchess.training.config import TrainConfig
 from latentchess.training.curves import read_metrics
 from latentchess.training.data import open_training_data
@@ -204,16 +204,6 @@ def _markdown(doc: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-def _git_commit() -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=5
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() or None
 
 
 if __name__ == "__main__":

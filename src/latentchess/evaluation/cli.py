@@ -78,24 +78,11 @@ def _write_json(path: Path | None, payload: object) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(payload, dict):
-        payload = payload | {"git_commit": _git_commit()}
+        from latentchess.provenance import git_commit
+
+        payload = payload | {"git_commit": git_commit()}
     text = json.dumps(_jsonable(payload), indent=2, allow_nan=False)
     path.write_text(text + "\n", encoding="utf-8")
-
-
-def _git_commit() -> str | None:
-    """HEAD of the checkout this package runs from (results record it), or None."""
-    import subprocess
-
-    root = Path(__file__).resolve().parents[3]
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = done.stdout.strip()
-    return commit if done.returncode == 0 and len(commit) == 40 else None
 
 
 def _jsonable(value: object) -> object:

@@ -20,7 +20,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from latentchess.errors import ModelFileError
 from latentchess.models.config import EncoderConfig
 from latentchess.models.encoder import Encoder
 from latentchess.models.inference import LatentModel
+from latentchess.provenance import git_commit as _git_commit
 
 __all__ = [
     "FORMAT",
@@ -307,20 +307,3 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
-
-
-def _git_commit() -> str | None:
-    """The checkout's HEAD commit (for provenance), or ``None`` outside a git checkout."""
-    try:
-        result = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=_REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = result.stdout.strip()
-    return commit if result.returncode == 0 and len(commit) == 40 else None

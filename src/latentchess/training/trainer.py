@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -40,6 +39,7 @@ from torch.nn.parallel import DistributedDataParallel
 from latentchess.errors import LatentChessError
 from latentchess.models import Encoder, save_model
 from latentchess.models.inference import resolve_precision
+from latentchess.provenance import git_commit as _git_commit
 from latentchess.training.axis import (
     advantage_axis,
     fit_calibration,
@@ -543,17 +543,3 @@ class _Run:
         self.log.write({"kind": "final", **metrics, "final_seconds": time.monotonic() - tick})
         plot_training_curves(self.log.path, self.out / "training.png")
         return metrics
-
-
-def _git_commit() -> str | None:
-    """HEAD of the checkout this package runs from, or ``None`` outside a git checkout."""
-    root = Path(__file__).resolve().parents[3]
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.strip() or None
