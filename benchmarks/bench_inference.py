@@ -45,6 +45,7 @@ import chess
 import numpy as np
 import torch
 
+from _gemm import gemm_gflops
 from latentchess.encoding import tokenize_batch
 from latentchess.models import MODEL_CONFIGS, Encoder, EncoderConfig, LatentModel
 from latentchess.models.inference import cpu_has_fast_bf16, resolve_precision
@@ -67,25 +68,6 @@ def model_flops(c: EncoderConfig) -> float:
         + 2 * 2 * s * c.hidden * c.mlp  # feed-forward
     )
     return float(c.layers * per_layer + 2 * c.hidden * c.dim)
-
-
-def gemm_gflops(dtype: torch.dtype, size: int, seconds: float) -> tuple[float, int]:
-    """Best GFLOP/s of a square matmul; the size is halved (from ``size``) until one call is
-    under a second, because emulated bfloat16 on CPUs without it is ~100x slower."""
-    n = 256
-    while True:  # grow from 256 while a call stays fast
-        a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-        t = time.perf_counter()
-        a @ b
-        if n >= size or time.perf_counter() - t > 0.1:
-            break
-        n *= 2
-    best, start = 0.0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        t = time.perf_counter()
-        a @ b
-        best = max(best, 2 * n**3 / (time.perf_counter() - t) / 1e9)
-    return best, n
 
 
 def sample_positions(n: int) -> tuple[np.ndarray, str]:

@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from _gemm import gemm_gflops
 from latentchess.models import MODEL_CONFIGS, Encoder, EncoderConfig
 from latentchess.models.inference import cpu_has_fast_bf16
 from latentchess.provenance import git_commit as _git_commit
@@ -56,24 +57,6 @@ def forward_flops(c: EncoderConfig) -> float:
         + 2 * 2 * s * c.hidden * c.mlp  # feed-forward, two matrices
     )
     return float(c.layers * per_layer + 2 * c.hidden * c.dim)
-
-
-def gemm_gflops(dtype: torch.dtype, size: int, seconds: float) -> tuple[float, int]:
-    """Best GFLOP/s of an ``n x n`` matmul (``n`` grows from 256 to ``size`` while fast)."""
-    n = 256
-    while True:
-        a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-        tick = time.perf_counter()
-        a @ b
-        if n >= size or time.perf_counter() - tick > 0.1:
-            break
-        n *= 2
-    best, start = 0.0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        tick = time.perf_counter()
-        a @ b
-        best = max(best, 2 * n**3 / (time.perf_counter() - tick) / 1e9)
-    return best, n
 
 
 def time_steps(
