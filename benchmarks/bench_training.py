@@ -121,9 +121,9 @@ def precision_check(data: Path, name: str, anchors: int) -> dict[str, Any]:
     """
     import numpy as np
 
+    from latentchess.models import Encoder
     from latentchess.training.data import open_training_data
     from latentchess.training.positives import PositiveSampler
-    from latentchess.training.trainer import _fresh_encoder
 
     cache = open_training_data(data, Path(tempfile.mkdtemp(prefix="bench-cache-")))
     labels = np.asarray(cache.win_prob_white)
@@ -135,7 +135,7 @@ def precision_check(data: Path, name: str, anchors: int) -> dict[str, Any]:
     view_labels = torch.from_numpy(labels[views])
     torch.manual_seed(0)
     config = dataclasses.replace(MODEL_CONFIGS[name], dropout=0.0)
-    encoder = _fresh_encoder(config).train()
+    encoder = Encoder(config).train()
     out: dict[str, Any] = {"config": name, "views": len(views), "data": str(data)}
     grads = {}
     for precision in ("fp32", "bf16"):
