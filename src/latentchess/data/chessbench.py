@@ -50,6 +50,7 @@ from typing import Any, Literal, get_args
 
 import chess
 
+from latentchess.argtypes import non_negative_int, positive_int
 from latentchess.data.bag import BagReader, RecordLocation, write_bag
 from latentchess.encoding import tokenize
 from latentchess.errors import DataFormatError, LatentChessError
@@ -595,23 +596,6 @@ def import_chessbench(
 # Command line
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
-
-
 def _run_import(args: argparse.Namespace) -> int:
     summary = import_chessbench(
         args.files,
@@ -648,7 +632,7 @@ def add_import_chessbench_parser(data_subparsers: argparse._SubParsersAction) ->
     )
     parser.add_argument(
         "--limit",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=None,
         metavar="N",
         help="read only the first N records of each file",
@@ -661,7 +645,7 @@ def add_import_chessbench_parser(data_subparsers: argparse._SubParsersAction) ->
     )
     parser.add_argument(
         "--shard-rows",
-        type=_positive_int,
+        type=positive_int,
         default=100_000,
         metavar="N",
         help="state-value records per shard (default: 100000)",

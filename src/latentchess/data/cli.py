@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from latentchess.argtypes import positive_int
 from latentchess.data import chessbench
 
 if TYPE_CHECKING:
@@ -25,16 +26,6 @@ _LIMIT_HELP = (
     "and each extra ply costs about 2x; depth 9 is also the depth of the project's shared CSV. "
     "Each process runs Stockfish with Threads=1, Hash=16."
 )
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -61,14 +52,14 @@ def _temperatures(text: str) -> tuple[float, ...]:
 def _add_engine_flags(parser: argparse.ArgumentParser, *, multipv: int) -> None:
     group = parser.add_argument_group("Stockfish", _LIMIT_HELP)
     limit = group.add_mutually_exclusive_group()
-    limit.add_argument("--depth", type=_positive_int, default=None, help="label search depth")
-    limit.add_argument("--nodes", type=_positive_int, default=None, help="label node limit")
+    limit.add_argument("--depth", type=positive_int, default=None, help="label search depth")
+    limit.add_argument("--nodes", type=positive_int, default=None, help="label node limit")
     group.add_argument(
-        "--multipv", type=_positive_int, default=multipv, help=f"lines per position ({multipv})"
+        "--multipv", type=positive_int, default=multipv, help=f"lines per position ({multipv})"
     )
     group.add_argument(
         "--workers",
-        type=_positive_int,
+        type=positive_int,
         default=os.cpu_count() or 1,
         help="Stockfish processes, one per core (default: os.cpu_count(), here %(default)s)",
     )
@@ -84,7 +75,7 @@ def _add_engine_flags(parser: argparse.ArgumentParser, *, multipv: int) -> None:
 def _add_output_flags(parser: argparse.ArgumentParser, *, shard_rows: int) -> None:
     parser.add_argument(
         "--shard-rows",
-        type=_positive_int,
+        type=positive_int,
         default=shard_rows,
         help=f"rows per Parquet shard (default {shard_rows})",
     )
@@ -117,7 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="dataset directory")
     p.add_argument(
         "--positions",
-        type=_positive_int,
+        type=positive_int,
         required=True,
         help="rows to make in total (over all shards)",
     )
@@ -131,7 +122,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="softmax temperatures in centipawns, one drawn per game (default 30,60,120)",
     )
     p.add_argument("--random-move-prob", type=float, default=0.04, help="random move chance (0.04)")
-    p.add_argument("--max-plies", type=_positive_int, default=300, help="game length cap (300)")
+    p.add_argument("--max-plies", type=positive_int, default=300, help="game length cap (300)")
     _add_engine_flags(p, multipv=4)
     _add_output_flags(p, shard_rows=10_000)
     p.set_defaults(func=_generate)
@@ -148,7 +139,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("file", type=Path, metavar="FILE")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="dataset directory")
     p.add_argument("--format", choices=("auto", "pgn", "epd", "fen"), default="auto")
-    p.add_argument("--per-game", type=_positive_int, default=None, metavar="N")
+    p.add_argument("--per-game", type=positive_int, default=None, metavar="N")
     p.add_argument("--seed", type=int, default=0, help="seed of the --per-game sampling")
     p.add_argument("--strict", action="store_true", help="stop at the first malformed record")
     _add_engine_flags(p, multipv=2)
@@ -185,7 +176,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("dataset", type=Path, metavar="DATASET")
     p.add_argument("--out", type=Path, required=True, metavar="CACHE_DIR")
     p.add_argument("--rebuild", action="store_true", help="rebuild even if the cache is current")
-    p.add_argument("--chunk-rows", type=_positive_int, default=65_536, help="rows per chunk")
+    p.add_argument("--chunk-rows", type=positive_int, default=65_536, help="rows per chunk")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     p.set_defaults(func=_build_cache)
 

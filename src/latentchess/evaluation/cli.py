@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from latentchess.argtypes import positive_int
+
 __all__ = ["register"]
 
 _SPEC_HELP = (
@@ -66,13 +68,6 @@ def _anchor(text: str) -> tuple[str, float]:
     return name, rating
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def _write_json(path: Path | None, payload: object) -> None:
     if path is None:
         return
@@ -124,7 +119,9 @@ def _add_openings(p: argparse.ArgumentParser) -> None:
         help="opening file: .pgn (lines), .epd (positions) or a Polyglot .bin book, e.g. "
         "/usr/share/games/gnuchess/book.bin (default: a balanced sample of ECO lines)",
     )
-    p.add_argument("--opening-plies", type=_positive, help="cut PGN lines / book walks to N plies")
+    p.add_argument(
+        "--opening-plies", type=positive_int, help="cut PGN lines / book walks to N plies"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of opening sampling (default 0)")
     p.add_argument(
         "--balance-cp",
@@ -163,15 +160,15 @@ def _register_match(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     p.add_argument("engine1", type=_spec, help=_SPEC_HELP)
     p.add_argument("engine2", type=_spec, help="the opponent (same syntax)")
     p.add_argument("--list-engines", action=_ListEngines, help="list engine kinds and exit")
-    p.add_argument("--games", type=_positive, default=20, help="number of games (default 20)")
+    p.add_argument("--games", type=positive_int, default=20, help="number of games (default 20)")
     p.add_argument("--limit", type=_limit, default="50ms", help=_LIMIT_HELP + " (default 50ms)")
     p.add_argument("--limit1", type=_limit, help="engine1's limit, if different")
     p.add_argument("--limit2", type=_limit, help="engine2's limit, if different")
     _add_openings(p)
-    p.add_argument("--workers", type=_positive, help="concurrent games (default 2, 1 on 1 core)")
+    p.add_argument("--workers", type=positive_int, help="concurrent games (default 2, 1 on 1 core)")
     p.add_argument("--pgn", type=Path, help="append games to this PGN (and resume from it)")
     p.add_argument("--event", default="latentchess match", help="PGN Event (identifies the match)")
-    p.add_argument("--max-plies", type=_positive, default=600, help="draw after N plies")
+    p.add_argument("--max-plies", type=positive_int, default=600, help="draw after N plies")
     p.add_argument(
         "--time-margin", type=float, default=0.1, help="clock tolerance in seconds (default 0.1)"
     )
@@ -361,12 +358,12 @@ def _register_ladder(subparsers: argparse._SubParsersAction) -> None:  # type: i
         default=[],
         help="a rung added to the default ones, e.g. 'gnuchess guess=1800' (repeatable)",
     )
-    p.add_argument("--step", type=_positive, default=200, help="UCI_Elo spacing (default 200)")
-    p.add_argument("--games-per-step", type=_positive, default=20, help="bracket search games")
-    p.add_argument("--games-per-rung", type=_positive, default=100, help="games vs the bracket")
-    p.add_argument("--calibration-games", type=_positive, default=40, help="per lower-rung pair")
+    p.add_argument("--step", type=positive_int, default=200, help="UCI_Elo spacing (default 200)")
+    p.add_argument("--games-per-step", type=positive_int, default=20, help="bracket search games")
+    p.add_argument("--games-per-rung", type=positive_int, default=100, help="games vs the bracket")
+    p.add_argument("--calibration-games", type=positive_int, default=40, help="per lower-rung pair")
     _add_openings(p)
-    p.add_argument("--workers", type=_positive, help="concurrent games")
+    p.add_argument("--workers", type=positive_int, help="concurrent games")
     p.add_argument("--json", type=Path, help="write the result as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=_ladder)
@@ -433,9 +430,9 @@ def _register_puzzles(subparsers: argparse._SubParsersAction) -> None:  # type: 
     s.add_argument(
         "--limit", type=_limit, default="depth=6", help=_LIMIT_HELP + " (default depth=6)"
     )
-    s.add_argument("--workers", type=_positive, default=1, help="engines in parallel")
-    s.add_argument("--max", type=_positive, help="only the first N puzzles")
-    s.add_argument("--band-width", type=_positive, default=400, help="rating band width")
+    s.add_argument("--workers", type=positive_int, default=1, help="engines in parallel")
+    s.add_argument("--max", type=positive_int, help="only the first N puzzles")
+    s.add_argument("--band-width", type=positive_int, default=400, help="rating band width")
     s.add_argument("--themes", type=int, default=10, help="show the N most common themes")
     s.add_argument("--plot", type=Path, help="bar chart of accuracy per band (PNG)")
     s.add_argument("--strict", action="store_true", help="stop at the first malformed row")
@@ -453,8 +450,8 @@ def _register_puzzles(subparsers: argparse._SubParsersAction) -> None:  # type: 
     m.add_argument("dataset", type=Path, help="Parquet dataset directory")
     m.add_argument("out", type=Path, help="output CSV")
     m.add_argument("--gap-cp", type=int, default=300, help="minimum best-vs-second gap (cp)")
-    m.add_argument("--max-depth", type=_positive, default=12, help="deepest proxy search")
-    m.add_argument("--count", type=_positive, help="at most N puzzles (seeded sample)")
+    m.add_argument("--max-depth", type=positive_int, default=12, help="deepest proxy search")
+    m.add_argument("--count", type=positive_int, help="at most N puzzles (seeded sample)")
     m.add_argument("--seed", type=int, default=0, help="sampling seed")
     m.add_argument("--stockfish", default="stockfish", help="Stockfish binary")
     m.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -529,8 +526,8 @@ def _register_epd(subparsers: argparse._SubParsersAction) -> None:  # type: igno
     p.add_argument(
         "--limit", type=_limit, default="depth=6", help=_LIMIT_HELP + " (default depth=6)"
     )
-    p.add_argument("--workers", type=_positive, default=1, help="engines in parallel")
-    p.add_argument("--max", type=_positive, help="only the first N positions of each file")
+    p.add_argument("--workers", type=positive_int, default=1, help="engines in parallel")
+    p.add_argument("--max", type=positive_int, help="only the first N positions of each file")
     p.add_argument("--strict", action="store_true", help="stop at the first malformed line")
     p.add_argument("--json", type=Path, help="write the report as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
