@@ -24,7 +24,12 @@ from latentchess.evaluation.limits import parse_limit
 from latentchess.evaluation.openings import Opening
 
 RUNGS = default_rungs(elo_range=(1350, 2850), lower=LOWER_RUNGS)
-HIDDEN = {"random": -100.0, "stockfish-skill0-nodes30": 750.0, "sunfish": 1050.0}
+HIDDEN = {
+    "random": -100.0,
+    "greedy": 350.0,
+    "stockfish-skill0-nodes30": 750.0,
+    "sunfish": 1050.0,
+}
 
 
 class Simulator:
@@ -66,14 +71,14 @@ def test_brackets_and_rates_an_engine_inside_the_uci_elo_range() -> None:
 
 
 def test_weak_engines_use_calibrated_lower_rungs() -> None:
-    play = Simulator(450.0, seed=1)
+    play = Simulator(550.0, seed=1)
     result = run_ladder("latent:depth=4", RUNGS, play, games_per_step=20, games_per_rung=150)
     assert result.bracketed and result.above == "stockfish-skill0-nodes30"
     # The unrated rungs were chained up to the weakest anchor in the same run.
     assert ("sunfish", "stockfish:elo=1350") in play.games
-    assert ("random", "stockfish-skill0-nodes30") in play.games
+    assert ("greedy", "stockfish-skill0-nodes30") in play.games
     rating = result.fit.rating("latent:depth=4")
-    assert rating.lower <= 450.0 <= rating.upper
+    assert rating.lower <= 550.0 <= rating.upper
     sunfish = result.fit.rating("sunfish")
     assert not sunfish.anchored and sunfish.lower <= HIDDEN["sunfish"] <= sunfish.upper
 
@@ -126,3 +131,32 @@ def test_real_tiny_ladder_resumes_from_its_pgn(tmp_path) -> None:
     assert pgn.read_text(encoding="utf-8") == before  # everything was resumed
     assert second.scores == first.scores
     assert "random:seed=3" in {r.name for r in first.fit.ratings}
+
+
+def test_match_runner_gives_rungs_the_opponent_limit_and_caps_game_length(tmp_path) -> None:
+    from latentchess.evaluation.match import Player
+
+    rungs = [
+        Rung(spec="random:seed=1,name=r1", elo=1000.0),
+        Rung(spec="random:seed=2,name=r2", guess=500.0, limit="nodes=5"),
+    ]
+    built: dict[str, str] = {}
+
+    def make_player(spec: str, limit: object) -> Player:
+        built[spec] = str(limit)
+        return Player.from_spec(spec, limit)  # type: ignore[arg-type]
+
+    pgn = tmp_path / "games.pgn"
+    play = match_runner(
+        pgn_path=pgn, limit=parse_limit("depth=1"), opponent_limit=parse_limit("50ms"),
+        rungs=rungs, openings=[Opening(name="start")], workers=1, max_plies=12,
+        progress=False, make_player=make_player,
+    )  # fmt: skip
+    assert len(play("random:seed=3", "random:seed=1,name=r1", 2)) == 2
+    play("random:seed=3", "random:seed=2,name=r2", 2)
+    assert built["random:seed=3"] == str(parse_limit("depth=1"))
+    assert built["random:seed=1,name=r1"] == str(parse_limit("50ms"))
+    assert built["random:seed=2,name=r2"] == str(parse_limit("nodes=5"))
+    with pgn.open(encoding="utf-8") as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            assert len(list(game.mainline_moves())) <= 12

@@ -92,6 +92,17 @@ def test_sunfish_plays_legal_moves() -> None:
         engine.close()
 
 
+def test_greedy_engine_mates_in_one_then_grabs_the_biggest_piece() -> None:
+    greedy = create_engine("greedy:seed=1")
+    mate = chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")  # Ra8#
+    assert greedy.play(mate, FAST) == chess.Move.from_uci("a1a8")
+    # The knight on d4 can take the queen on e6 or the pawn on b5; the pawn on a4 takes b5 too.
+    grab = chess.Board("4k3/8/4q3/1p6/P2N4/8/8/4K3 w - - 0 1")
+    assert greedy.play(grab, FAST) == chess.Move.from_uci("d4e6")
+    quiet = chess.Board()
+    assert greedy.play(quiet, FAST) in quiet.legal_moves
+
+
 def test_random_engine_is_seeded() -> None:
     board = chess.Board()
     first = [create_engine("random:seed=5").play(board, FAST) for _ in range(2)]

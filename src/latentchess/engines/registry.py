@@ -240,15 +240,16 @@ def _generic_builder(protocol: str) -> Callable[[EngineSpec], Engine]:
 
 
 def _build_random(spec: EngineSpec) -> Engine:
-    from latentchess.engines.baselines import RandomEngine
+    from latentchess.engines.baselines import GreedyCaptureEngine, RandomEngine
 
     _no_args(spec)
     params = dict(spec.params)
     seed = _pop(spec, params, "seed") or "0"
     if params:
         raise EngineError(f"engine spec {spec.text!r}: unknown key(s) {sorted(params)!r}")
+    kind = GreedyCaptureEngine if spec.kind == "greedy" else RandomEngine
     try:
-        return RandomEngine(seed=int(seed), name=spec.name)
+        return kind(seed=int(seed), name=spec.name)
     except ValueError as error:
         raise EngineError(f"engine spec {spec.text!r}: seed must be an integer") from error
 
@@ -325,6 +326,11 @@ ENGINES: dict[str, EngineKind] = {
         EngineKind(
             name="random",
             summary="uniformly random legal moves (random:seed=N)",
+            build=_build_random,
+        ),
+        EngineKind(
+            name="greedy",
+            summary="mate in one, else the best capture (MVV-LVA), else random (greedy:seed=N)",
             build=_build_random,
         ),
         EngineKind(

@@ -168,10 +168,17 @@ def _register_match(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     p.add_argument("--workers", type=positive_int, help="concurrent games (default 2, 1 on 1 core)")
     p.add_argument("--pgn", type=Path, help="append games to this PGN (and resume from it)")
     p.add_argument("--event", default="latentchess match", help="PGN Event (identifies the match)")
-    p.add_argument("--max-plies", type=positive_int, default=600, help="draw after N plies")
     p.add_argument(
         "--time-margin", type=float, default=0.1, help="clock tolerance in seconds (default 0.1)"
     )
+    _add_game_rules(p)
+    p.add_argument("--json", type=Path, help="write the result as JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_match)
+
+
+def _add_game_rules(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-plies", type=positive_int, default=600, help="draw after N plies")
     g = p.add_argument_group("adjudication (off unless --adjudicate)")
     g.add_argument("--adjudicate", action="store_true", help="end clear games early")
     g.add_argument("--adjudicator", type=_spec, default="stockfish", help="judging engine spec")
@@ -181,9 +188,24 @@ def _register_match(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     g.add_argument("--draw-move", type=int, default=40, help="draw adjudication from move N")
     g.add_argument("--draw-cp", type=int, default=10, help="when |eval| <= N cp ...")
     g.add_argument("--draw-plies", type=int, default=10, help="... for this many plies (0: never)")
-    p.add_argument("--json", type=Path, help="write the result as JSON")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_match)
+
+
+def _adjudication(args: argparse.Namespace) -> Any:
+    from latentchess.engines.registry import create_engine
+    from latentchess.evaluation.game import Adjudication
+
+    if not args.adjudicate:
+        return None
+    return Adjudication(
+        make=lambda: create_engine(args.adjudicator),
+        limit=args.adjudicator_limit.fixed_limit(),
+        resign_cp=args.resign_cp,
+        resign_plies=args.resign_plies or None,
+        draw_move=args.draw_move,
+        draw_cp=args.draw_cp,
+        draw_plies=args.draw_plies or None,
+        name=args.adjudicator,
+    )
 
 
 def _engine_list_lazy() -> str:
@@ -193,30 +215,12 @@ def _engine_list_lazy() -> str:
 
 
 def _match(args: argparse.Namespace) -> int:
-    from latentchess.engines.registry import create_engine
-    from latentchess.evaluation.match import (
-        Adjudication,
-        MatchConfig,
-        Player,
-        default_workers,
-        run_match,
-    )
+    from latentchess.evaluation.match import MatchConfig, Player, default_workers, run_match
 
     limit = args.limit  # argparse applies type= to string defaults too
     player1 = Player.from_spec(args.engine1, args.limit1 or limit)
     player2 = Player.from_spec(args.engine2, args.limit2 or limit)
-    adjudication = None
-    if args.adjudicate:
-        adjudication = Adjudication(
-            make=lambda: create_engine(args.adjudicator),
-            limit=args.adjudicator_limit.fixed_limit(),
-            resign_cp=args.resign_cp,
-            resign_plies=args.resign_plies or None,
-            draw_move=args.draw_move,
-            draw_cp=args.draw_cp,
-            draw_plies=args.draw_plies or None,
-            name=args.adjudicator,
-        )
+    adjudication = _adjudication(args)
     config = MatchConfig(
         games=args.games,
         workers=args.workers or default_workers(),
@@ -338,12 +342,20 @@ def _register_ladder(subparsers: argparse._SubParsersAction) -> None:  # type: i
         description="Binary-search the ladder of opponents for the strongest one the engine "
         "beats and the weakest it does not, play more games against both, calibrate unrated "
         "lower rungs against Stockfish's UCI_Elo levels, and fit Elo with every UCI_Elo level "
-        "anchored at its nominal value. Default rungs: a random mover, Stockfish at 30 nodes, "
-        "sunfish, and Stockfish UCI_Elo from its declared minimum to maximum every --step.",
+        "anchored at its nominal value. Default rungs: a random mover, a one-ply capture "
+        "grabber (greedy), Stockfish at 30 nodes, sunfish, and Stockfish UCI_Elo from its "
+        "declared minimum to maximum every --step.",
     )
     p.add_argument("engine", type=_spec, help=_SPEC_HELP)
     p.add_argument("--pgn", type=Path, required=True, help="all games go here (resumable)")
     p.add_argument("--limit", type=_limit, default="50ms", help=_LIMIT_HELP + " (default 50ms)")
+    p.add_argument(
+        "--opponent-limit",
+        type=_limit,
+        default=None,
+        help="limit of rungs without their own (default: --limit); the paper: --limit depth=6 "
+        "--opponent-limit 50ms",
+    )
     p.add_argument(
         "--rung",
         type=_rung,
@@ -364,6 +376,7 @@ def _register_ladder(subparsers: argparse._SubParsersAction) -> None:  # type: i
     p.add_argument("--calibration-games", type=positive_int, default=40, help="per lower-rung pair")
     _add_openings(p)
     p.add_argument("--workers", type=positive_int, help="concurrent games")
+    _add_game_rules(p)
     p.add_argument("--json", type=Path, help="write the result as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=_ladder)
@@ -382,6 +395,9 @@ def _ladder(args: argparse.Namespace) -> int:
         rungs=rungs,
         openings=openings,
         workers=args.workers or default_workers(),
+        opponent_limit=args.opponent_limit,
+        max_plies=args.max_plies,
+        adjudication=_adjudication(args),
         progress=not args.no_progress,
     )
     result = run_ladder(
@@ -400,6 +416,7 @@ def _ladder(args: argparse.Namespace) -> int:
         {
             "engine": args.engine,
             "limit": str(limit),
+            "opponent_limit": str(args.opponent_limit or limit),
             "below": result.below,
             "above": result.above,
             "bracketed": result.bracketed,

@@ -1,0 +1,161 @@
+"""Our Table 2: Elo of a model by search depth, in minimax and beam modes, on the evaluation ladder.
+
+Each configuration (mode, depth 1..6, width 3) is bracketed with ``latentchess.evaluation.ladder``
+against the same rungs (a random mover, Stockfish at 30 nodes, Sunfish, Stockfish 15.1 UCI_Elo
+levels), our engine at a fixed depth and every rung at ``--opponent-limit`` (the paper: 50 ms per
+move). All games go to one PGN, so calibration games between rungs are played once and shared, and
+an interrupted run resumes. At the end one BayesElo fit over every game of the PGN (UCI_Elo levels
+anchored at their nominal ratings) gives each configuration its Elo with a 95% interval; the fit
+uses all configurations' games, so the lower rungs are calibrated by all of them.
+
+Writes, under --out: games.pgn, depth_elo.json (the ``plot depth-elo`` format plus the fit, the
+brackets and timings), depth_elo.md, depth_elo.png.
+
+    .venv/bin/python benchmarks/depth_ladder.py --out benchmarks/results/depth_ladder
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import chess.engine
+
+from latentchess.engines.external import find_executable
+from latentchess.evaluation.elo import fit_bayeselo, read_pgn_outcomes
+from latentchess.evaluation.game import Adjudication
+from latentchess.evaluation.ladder import LOWER_RUNGS, Rung, match_runner, run_ladder
+from latentchess.evaluation.limits import parse_limit
+from latentchess.evaluation.openings import load_openings
+from latentchess.plots.elo import DepthElo, plot_depth_elo
+from latentchess.provenance import git_commit
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/depth_ladder"))
+    p.add_argument("--model", help="model directory (default: the shipped default model)")
+    p.add_argument("--modes", default="minimax,beam")
+    p.add_argument("--depths", default="1,2,3,4,5,6")
+    p.add_argument("--width", type=int, default=3)
+    p.add_argument("--opponent-limit", default="50ms")
+    p.add_argument("--elo-levels", default="1350,1550,1750,1950", help="UCI_Elo rungs")
+    p.add_argument("--games-per-step", type=int, default=4)
+    p.add_argument("--games-per-rung", type=int, default=10)
+    p.add_argument("--calibration-games", type=int, default=10)
+    p.add_argument("--max-plies", type=int, default=300)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args()
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    pgn = args.out / "games.pgn"
+    levels = [int(x) for x in args.elo_levels.split(",")]
+    rungs = [*LOWER_RUNGS, *(Rung(spec=f"stockfish:elo={e}", elo=float(e)) for e in levels)]
+    stockfish = str(find_executable("stockfish"))
+    count = max(args.games_per_rung, args.calibration_games) // 2 + 1
+    with chess.engine.SimpleEngine.popen_uci(stockfish) as engine:
+        openings = load_openings(None, count, seed=0, engine=engine, max_cp=50)
+    from latentchess.engines.registry import create_engine
+
+    adjudication = Adjudication(make=lambda: create_engine("stockfish"))
+    play = match_runner(
+        pgn_path=pgn,
+        limit=parse_limit("depth=1"),  # unused: each configuration's spec fixes its depth
+        opponent_limit=parse_limit(args.opponent_limit),
+        rungs=rungs,
+        openings=openings,
+        workers=args.workers,
+        max_plies=args.max_plies,
+        adjudication=adjudication,
+        progress=not args.no_progress,
+    )
+    model = f",model={args.model}" if args.model else ""
+    configs = []
+    for mode in args.modes.split(","):
+        for depth in (int(d) for d in args.depths.split(",")):
+            name = f"latent-{mode}-d{depth}"
+            spec = f"latent:depth={depth},width={args.width},mode={mode}{model},name={name}"
+            started = time.perf_counter()
+            result = run_ladder(
+                spec,
+                rungs,
+                play,
+                games_per_step=args.games_per_step,
+                games_per_rung=args.games_per_rung,
+                calibration_games=args.calibration_games,
+                log=lambda line: print(line, file=sys.stderr, flush=True),
+            )
+            seconds = time.perf_counter() - started
+            print(result.summary(), f"({seconds:.0f} s)", flush=True)
+            configs.append(
+                {
+                    "series": mode,
+                    "depth": depth,
+                    "name": name,
+                    "spec": spec,
+                    "below": result.below,
+                    "above": result.above,
+                    "scores": result.scores,
+                    "seconds": round(seconds, 1),
+                }
+            )
+
+    outcomes, _ = read_pgn_outcomes([pgn])
+    anchors = {f"stockfish:elo={e}": float(e) for e in levels}
+    present = {o.white for o in outcomes} | {o.black for o in outcomes}
+    fit = fit_bayeselo(outcomes, anchors={k: v for k, v in anchors.items() if k in present})
+    print(fit.table())
+    points = []
+    for config in configs:
+        rating = fit.rating(str(config["name"]))
+        config |= {"elo": rating.elo, "elo_low": rating.lower, "elo_high": rating.upper}
+        config |= {"games": rating.games, "points": rating.points}
+        points.append(
+            DepthElo(str(config["series"]), int(config["depth"]), rating.elo, rating.lower,
+                     rating.upper)
+        )  # fmt: skip
+    payload = {
+        "results": configs,
+        "fit": fit.to_dict(),
+        "opponent_limit": args.opponent_limit,
+        "command": " ".join([sys.executable.rsplit("/", 1)[-1], *sys.argv]),
+        "commit": git_commit(),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+    }
+    (args.out / "depth_elo.json").write_text(json.dumps(payload, indent=1) + "\n")
+    plot_depth_elo(points, args.out / "depth_elo.png")
+    _write_markdown(args.out / "depth_elo.md", payload, fit.table())
+    return 0
+
+
+def _write_markdown(path: Path, payload: dict, table: str) -> None:
+    rows = [
+        "| mode | depth | Elo | 95% interval | games | score | bracket (beats / not) | minutes |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in payload["results"]:
+        rows.append(
+            f"| {c['series']} | {c['depth']} | {c['elo']:.0f} | [{c['elo_low']:.0f}, "
+            f"{c['elo_high']:.0f}] | {c['games']} | {100 * c['points'] / c['games']:.0f}% | "
+            f"{c['below'] or '-'} / {c['above'] or '-'} | {c['seconds'] / 60:.1f} |"
+        )
+    text = (
+        "# Elo by search depth (our Table 2)\n\n"
+        f"Command: `{payload['command']}` at commit {payload['commit']} on "
+        f"{payload['machine']}. Opponents at {payload['opponent_limit']} per move; width 3.\n\n"
+        + "\n".join(rows)
+        + "\n\nJoint BayesElo fit over every game (UCI_Elo levels anchored):\n\n```\n"
+        + table
+        + "\n```\n\n![Elo by depth](depth_elo.png)\n"
+    )
+    path.write_text(text)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
