@@ -64,23 +64,23 @@ def main() -> int:
     from latentchess.engines.registry import create_engine
 
     adjudication = Adjudication(make=lambda: create_engine("stockfish"))
-    play = match_runner(
-        pgn_path=pgn,
-        limit=parse_limit("depth=1"),  # unused: each configuration's spec fixes its depth
-        opponent_limit=parse_limit(args.opponent_limit),
-        rungs=rungs,
-        openings=openings,
-        workers=args.workers,
-        max_plies=args.max_plies,
-        adjudication=adjudication,
-        progress=not args.no_progress,
-    )
     model = f",model={args.model}" if args.model else ""
     configs = []
     for mode in args.modes.split(","):
         for depth in (int(d) for d in args.depths.split(",")):
             name = f"latent-{mode}-d{depth}"
             spec = f"latent:depth={depth},width={args.width},mode={mode}{model},name={name}"
+            play = match_runner(
+                pgn_path=pgn,
+                limit=parse_limit(f"depth={depth}"),  # a depth in the limit overrides the spec's
+                opponent_limit=parse_limit(args.opponent_limit),
+                rungs=rungs,
+                openings=openings,
+                workers=args.workers,
+                max_plies=args.max_plies,
+                adjudication=adjudication,
+                progress=not args.no_progress,
+            )
             started = time.perf_counter()
             result = run_ladder(
                 spec,

@@ -160,3 +160,28 @@ def test_match_runner_gives_rungs_the_opponent_limit_and_caps_game_length(tmp_pa
     with pgn.open(encoding="utf-8") as handle:
         while (game := chess.pgn.read_game(handle)) is not None:
             assert len(list(game.mainline_moves())) <= 12
+
+
+def test_bracket_steps_up_when_the_longer_match_beats_the_probe() -> None:
+    rungs = [
+        Rung(spec="random:name=a", guess=0.0),
+        Rung(spec="greedy:name=b", guess=400.0),
+        Rung(spec="stockfish:elo=1350", elo=1350.0),
+    ]
+
+    def play(engine: str, rung: str, count: int) -> list[GameOutcome]:
+        # vs a: always wins; vs b: 2/4 in the probe, every later game won; vs 1350: always lost
+        def score(i: int) -> float:
+            if rung == "random:name=a":
+                return 1.0
+            if rung == "greedy:name=b":
+                return float(i % 2 == 0) if i < 4 else 1.0
+            return 0.0
+
+        name = parse_engine_spec(rung).name
+        return [GameOutcome("me", name, score(i)) for i in range(count)]
+
+    result = run_ladder("random:name=me", rungs, play, games_per_step=4, games_per_rung=12)
+    assert (result.below, result.above) == ("b", "stockfish:elo=1350")
+    assert result.scores["b"] == (10 / 12, 12)
+    assert result.scores["stockfish:elo=1350"][1] == 12

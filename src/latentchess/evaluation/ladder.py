@@ -9,7 +9,9 @@ fitted with BayesElo. Here:
 2. Bracket search: a binary search over the rungs with ``games_per_step`` games per probe; a score
    above 50% moves up, otherwise down. It ends with two adjacent rungs, the strongest one beaten and
    the weakest one not beaten (or at an end of the ladder, which the result flags).
-3. The two bracketing rungs get ``games_per_rung`` games each.
+3. The two bracketing rungs get ``games_per_rung`` games each; where those longer matches
+   contradict the short probes (a rung beaten after all, or not), the bracket steps up or down
+   and the next rung gets its games too.
 4. Rungs without a nominal rating that were played (Stockfish's ``UCI_Elo`` starts at 1350, so
    weaker engines need lower rungs: a random mover, a one-ply material grabber, Stockfish at a
    tiny node budget, sunfish) are calibrated in the same run: each plays ``calibration_games``
@@ -171,9 +173,17 @@ def run_ladder(
             low = middle
         else:
             high = middle
-    for index in (low, high):
-        if 0 <= index < len(ordered):
-            versus(index, games_per_rung)
+    # The probes are short and noisy: with games_per_rung games against each side of the
+    # bracket, step it up (or down) while the longer match contradicts the probe.
+    scores = {i: versus(i, games_per_rung) for i in (low, high) if 0 <= i < len(ordered)}
+    while high < len(ordered) and scores[high] > 0.5:
+        low, high = high, high + 1
+        if high < len(ordered):
+            scores[high] = versus(high, games_per_rung)
+    while low >= 0 and scores[low] <= 0.5:
+        low, high = low - 1, low
+        if low >= 0:
+            scores[low] = versus(low, games_per_rung)
 
     played = {spec for _, spec in games}
     anchored = [i for i, r in enumerate(ordered) if r.elo is not None]
