@@ -114,3 +114,29 @@ def test_depth_elo_plot_and_bad_rows(tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("series,depth,elo,elo_low,elo_high\nminimax,2,1200,1100,1300\nbeam,x,1,1,1\n")
     assert main(["plot", "depth-elo", str(bad), "--out", str(out)]) == 2
+
+
+def test_depth_elo_reads_ladder_json_files(tmp_path: Path) -> None:
+    from latentchess.evaluation.elo import GameOutcome, fit_bayeselo
+    from latentchess.plots.elo import read_depth_elo
+
+    paths = []
+    for depth in (2, 4):
+        engine = f"latent:depth={depth},mode=beam"
+        games = [GameOutcome(engine, "stockfish:elo=1350", s) for s in (1.0, 0.0, 0.5, 0.0)]
+        games += [GameOutcome("stockfish:elo=1350", engine, s) for s in (1.0, 0.5, 1.0, 0.0)]
+        fit = fit_bayeselo(games, anchors={"stockfish:elo=1350": 1350.0})
+        path = tmp_path / f"ladder{depth}.json"
+        path.write_text(json.dumps({"engine": engine, "limit": "50ms", "fit": fit.to_dict()}))
+        paths.append(path)
+        (point,) = read_depth_elo(path)
+        rating = fit.rating(engine)
+        assert (point.series, point.depth) == ("beam", depth)
+        assert (point.elo, point.elo_low, point.elo_high) == (
+            rating.elo,
+            rating.lower,
+            rating.upper,
+        )
+    out = tmp_path / "depth.png"
+    assert main(["plot", "depth-elo", *map(str, paths), "--out", str(out)]) == 0
+    assert _png_size(out) == (910, 650)

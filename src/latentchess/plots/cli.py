@@ -25,7 +25,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     trajectory.set_defaults(func=_trajectory)
 
     depth_elo = kinds.add_parser("depth-elo", help="Elo against depth with intervals")
-    depth_elo.add_argument("results", type=Path, help="ladder results (.json or .csv)")
+    depth_elo.add_argument(
+        "results",
+        type=Path,
+        nargs="+",
+        help="results: `latentchess ladder --json` files (one point each), depth_ladder.py's "
+        "depth_elo.json, or CSV series,depth,elo,elo_low,elo_high",
+    )
     depth_elo.add_argument("--out", type=Path, default=Path("depth-elo.png"))
     depth_elo.add_argument("--no-paper", action="store_true", help="omit paper Table 2")
     depth_elo.set_defaults(func=_depth_elo)
@@ -68,5 +74,6 @@ def _trajectory(args: argparse.Namespace) -> int:
 def _depth_elo(args: argparse.Namespace) -> int:
     from latentchess.plots.elo import plot_depth_elo, read_depth_elo
 
-    print(plot_depth_elo(read_depth_elo(args.results), args.out, paper=not args.no_paper))
+    points = [point for path in args.results for point in read_depth_elo(path)]
+    print(plot_depth_elo(points, args.out, paper=not args.no_paper))
     return 0

@@ -6,6 +6,7 @@ import csv
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from latentchess.errors import DataFormatError
 
@@ -32,18 +33,20 @@ class DepthElo:
 
 
 def read_depth_elo(path: str | Path) -> list[DepthElo]:
-    """Read results as CSV with columns series,depth,elo,elo_low,elo_high, or JSON
-    ``{"results": [{...same keys...}]}`` (what ``latentchess ladder`` writes)."""
+    """Read results as CSV with columns series,depth,elo,elo_low,elo_high; JSON
+    ``{"results": [{...same keys...}]}`` (what ``benchmarks/depth_ladder.py`` writes); or the JSON
+    of one ``latentchess ladder --json`` run (one point: the engine spec's mode and depth)."""
     path = Path(path)
     try:
         if path.suffix == ".json":
-            rows = json.loads(path.read_text())["results"]
+            payload = json.loads(path.read_text())
+            rows = payload["results"] if "results" in payload else [_ladder_row(payload)]
             line_of = dict.fromkeys(range(len(rows)))
         else:
             with path.open(newline="") as handle:
                 rows = list(csv.DictReader(handle))
             line_of = {i: i + 2 for i in range(len(rows))}
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except (OSError, ValueError, KeyError, TypeError, StopIteration) as error:
         raise DataFormatError(f"cannot read depth/Elo results: {error}", path=path) from error
     points = []
     for i, row in enumerate(rows):
@@ -58,6 +61,25 @@ def read_depth_elo(path: str | Path) -> list[DepthElo]:
     if not points:
         raise DataFormatError("no results", path=path)
     return points
+
+
+def _ladder_row(payload: dict[str, Any]) -> dict[str, object]:
+    """The point of a ``latentchess ladder --json`` result: its engine's mode, depth and Elo."""
+    from latentchess.engines.registry import parse_engine_spec
+    from latentchess.search import SearchConfig
+
+    spec = parse_engine_spec(payload["engine"])
+    params = {k.lower(): v for k, v in spec.params.items()}
+    limit = str(payload.get("limit", ""))
+    depth = params.get("depth") or (limit[6:] if limit.startswith("depth=") else None)
+    rating = next(r for r in payload["fit"]["ratings"] if r["name"] == spec.name)
+    return {
+        "series": params.get("mode", SearchConfig.mode),
+        "depth": depth or SearchConfig.depth,
+        "elo": rating["elo"],
+        "elo_low": rating["lower"],
+        "elo_high": rating["upper"],
+    }
 
 
 def _numbers(row: dict[str, object]) -> tuple[int, float, float, float]:
