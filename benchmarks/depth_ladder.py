@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import chess.engine
+import chess.pgn
 
 from latentchess.engines.external import find_executable
 from latentchess.evaluation.elo import fit_bayeselo, read_pgn_outcomes
@@ -106,6 +107,7 @@ def main() -> int:
                 }
             )
 
+    move_seconds = engine_move_seconds(pgn)
     outcomes, _ = read_pgn_outcomes([pgn])
     anchors = {f"stockfish:elo={e}": float(e) for e in levels}
     present = {o.white for o in outcomes} | {o.black for o in outcomes}
@@ -116,6 +118,12 @@ def main() -> int:
         rating = fit.rating(str(config["name"]))
         config |= {"elo": rating.elo, "elo_low": rating.lower, "elo_high": rating.upper}
         config |= {"games": rating.games, "points": rating.points}
+        times = move_seconds.get(str(config["name"]), [])
+        config |= {
+            "moves": len(times),
+            "seconds_per_move": round(float(sum(times) / max(len(times), 1)), 3),
+            "engine_minutes": round(float(sum(times)) / 60, 1),
+        }
         points.append(
             DepthElo(str(config["series"]), int(config["depth"]), rating.elo, rating.lower,
                      rating.upper)
@@ -134,21 +142,39 @@ def main() -> int:
     return 0
 
 
+def engine_move_seconds(pgn: Path) -> dict[str, list[float]]:
+    """Every player's thinking time per move (the ``[%emt]`` comments), over all games."""
+    times: dict[str, list[float]] = {}
+    with pgn.open(encoding="utf-8") as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            players = (game.headers["White"], game.headers["Black"])
+            for node in game.mainline():
+                emt = node.emt()
+                if emt is not None:
+                    mover = players[0] if node.parent.board().turn == chess.WHITE else players[1]
+                    times.setdefault(mover, []).append(emt)
+    return times
+
+
 def _write_markdown(path: Path, payload: dict, table: str) -> None:
     rows = [
-        "| mode | depth | Elo | 95% interval | games | score | bracket (beats / not) | minutes |",
-        "|---|---|---|---|---|---|---|---|",
+        "| mode | depth | Elo | 95% interval | games | score | bracket (beats / not) "
+        "| s/move | engine min |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in payload["results"]:
         rows.append(
             f"| {c['series']} | {c['depth']} | {c['elo']:.0f} | [{c['elo_low']:.0f}, "
             f"{c['elo_high']:.0f}] | {c['games']} | {100 * c['points'] / c['games']:.0f}% | "
-            f"{c['below'] or '-'} / {c['above'] or '-'} | {c['seconds'] / 60:.1f} |"
+            f"{c['below'] or '-'} / {c['above'] or '-'} | {c['seconds_per_move']:.2f} | "
+            f"{c['engine_minutes']:.1f} |"
         )
     text = (
         "# Elo by search depth (our Table 2)\n\n"
         f"Command: `{payload['command']}` at commit {payload['commit']} on "
-        f"{payload['machine']}. Opponents at {payload['opponent_limit']} per move; width 3.\n\n"
+        f"{payload['machine']}. Opponents at {payload['opponent_limit']} per move; width 3. "
+        "s/move and engine min: our engine's thinking time per move and in all its games (from "
+        "the PGN's [%emt]); games ran two at a time.\n\n"
         + "\n".join(rows)
         + "\n\nJoint BayesElo fit over every game (UCI_Elo levels anchored):\n\n```\n"
         + table

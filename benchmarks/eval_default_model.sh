@@ -3,7 +3,8 @@
 # reference engine on the same suites; results and timings in benchmarks/results/default_model/.
 # The Elo-by-depth ladder (our Table 2) is benchmarks/depth_ladder.py.
 #   bash benchmarks/eval_default_model.sh            # everything (about 40 minutes on 2 cores)
-#   bash benchmarks/eval_default_model.sh puzzles    # one section: puzzles, epd, sunfish, sf1350
+#   bash benchmarks/eval_default_model.sh puzzles    # one section: puzzles, epd, reference,
+#                                                    # sunfish, sf1350
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks/results/default_model
@@ -19,29 +20,31 @@ timed() {  # timed NAME COMMAND...: run it, append "NAME seconds" to timings.txt
 }
 suites=("$ts/bratko-kopec.epd" "$ts/ECM.epd" "$ts/arasan2024.epd" "$ts/STS1-STS15_LAN_v6.epd")
 if [[ $want == all || $want == puzzles ]]; then
-    # 1. All 2,271 Lichess puzzles: ours at depth 4 width 3 (minimax), and Stockfish 15.1
-    #    UCI_Elo 1350 at 50 ms per move as the reference.
+    # 1. All 2,271 Lichess puzzles, ours at depth 4 width 3 (minimax).
     timed puzzles_d4 $lc puzzles solve "$ts/lichess_puzzles_dev.csv" --engine latent:depth=4,width=3 \
         --limit depth=4 --workers 2 --no-progress --json "$out/puzzles_d4.json" \
         --plot "$out/puzzles_d4.png"
+fi
+if [[ $want == all || $want == epd ]]; then
+    # 2. Bratko-Kopec, ECM, Arasan 2024 and STS (v6 points) in full, ours at depth 4.
+    timed epd_d4 $lc epd "${suites[@]}" --engine latent:depth=4,width=3 --limit depth=4 \
+        --workers 2 --no-progress --json "$out/epd_d4.json"
+fi
+if [[ $want == all || $want == reference ]]; then
+    # 3. The same puzzles and suites for Stockfish 15.1 UCI_Elo 1350 at 50 ms per move.
     timed puzzles_sf1350 $lc puzzles solve "$ts/lichess_puzzles_dev.csv" \
         --engine stockfish:elo=1350 --limit 50ms --workers 2 --no-progress \
         --json "$out/puzzles_sf1350_50ms.json" --plot "$out/puzzles_sf1350_50ms.png"
-fi
-if [[ $want == all || $want == epd ]]; then
-    # 2. Bratko-Kopec, ECM, Arasan 2024 and STS (v6 points) in full, same two engines.
-    timed epd_d4 $lc epd "${suites[@]}" --engine latent:depth=4,width=3 --limit depth=4 \
-        --workers 2 --no-progress --json "$out/epd_d4.json"
     timed epd_sf1350 $lc epd "${suites[@]}" --engine stockfish:elo=1350 --limit 50ms \
         --workers 2 --no-progress --json "$out/epd_sf1350_50ms.json"
 fi
 if [[ $want == all || $want == sunfish ]]; then
-    # 3. Equal time per move against Sunfish: 1 s per move each, 8 games (4 openings x 2 colours).
+    # 4. Equal time per move against Sunfish: 1 s per move each, 8 games (4 openings x 2 colours).
     timed vs_sunfish_1s $lc match latent sunfish --limit 1s --games 8 --workers 2 --max-plies 200 \
         --no-progress --pgn "$out/vs_sunfish_1s.pgn" --json "$out/vs_sunfish_1s.json"
 fi
 if [[ $want == all || $want == sf1350 ]]; then
-    # 4. Depth 6 width 3 (the default) against Stockfish 15.1 UCI_Elo 1350 at 50 ms per move.
+    # 5. Depth 6 width 3 (the default) against Stockfish 15.1 UCI_Elo 1350 at 50 ms per move.
     timed vs_sf1350 $lc match latent:depth=6,width=3 stockfish:elo=1350 --limit1 depth=6 \
         --limit2 50ms --games 8 --workers 2 --max-plies 200 --no-progress \
         --pgn "$out/vs_sf1350.pgn" --json "$out/vs_sf1350.json"
