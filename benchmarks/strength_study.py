@@ -265,7 +265,8 @@ def write_report(out: Path, payload: dict[str, Any]) -> None:
     ax.set_xticks(x, [n.replace(" (", "\n(") for n in names], fontsize=8)
     ax.set_ylabel("single good move found")
     ax.set_title(f"Move choice on {payload['positions']} held-out positions")
-    ax.legend()
+    ax.set_ylim(0, 0.85)
+    ax.legend(loc="upper center", ncols=3)
     fig.tight_layout()
     fig.savefig(out / "strength_study.png", dpi=110)
 
