@@ -49,6 +49,13 @@ def main() -> int:
     p.add_argument("--games-per-step", type=int, default=4)
     p.add_argument("--games-per-rung", type=int, default=12)
     p.add_argument("--calibration-games", type=int, default=20)
+    p.add_argument(
+        "--focus",
+        action="append",
+        default=[],
+        help="a configuration (e.g. latent-minimax-d6) that gets --focus-games per rung",
+    )
+    p.add_argument("--focus-games", type=int, default=36)
     p.add_argument("--max-plies", type=int, default=300)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--no-progress", action="store_true")
@@ -88,7 +95,7 @@ def main() -> int:
                 rungs,
                 play,
                 games_per_step=args.games_per_step,
-                games_per_rung=args.games_per_rung,
+                games_per_rung=args.focus_games if name in args.focus else args.games_per_rung,
                 calibration_games=args.calibration_games,
                 log=lambda line: print(line, file=sys.stderr, flush=True),
             )
@@ -102,13 +109,20 @@ def main() -> int:
                     "spec": spec,
                     "below": result.below,
                     "above": result.above,
-                    "scores": result.scores,
                     "seconds": round(seconds, 1),
                 }
             )
 
     move_seconds = engine_move_seconds(pgn)
     outcomes, _ = read_pgn_outcomes([pgn])
+    for config in configs:  # every game in the PGN, also those of earlier, longer runs
+        me = str(config["name"])
+        tally: dict[str, list[float]] = {}
+        for o in outcomes:
+            if me in (o.white, o.black):
+                other, points = (o.black, o.score) if o.white == me else (o.white, 1 - o.score)
+                tally.setdefault(other, []).append(points)
+        config["scores"] = {k: [sum(v) / len(v), len(v)] for k, v in tally.items()}
     anchors = {f"stockfish:elo={e}": float(e) for e in levels}
     present = {o.white for o in outcomes} | {o.black for o in outcomes}
     fit = fit_bayeselo(outcomes, anchors={k: v for k, v in anchors.items() if k in present})
