@@ -101,18 +101,24 @@ def single_good_move_positions(
     random.Random(seed).shuffle(rows)
     chosen = []
     for row in rows:
-        board = chess.Board(row["fen"])
-        move = chess.Move.from_uci(row["best_move"])
-        if move not in board.legal_moves:
-            continue
-        board.push(move)
-        mates = board.is_checkmate()
-        board.pop()
-        if not mates:
-            chosen.append((board, move))
+        position = good_move(row["fen"], row["best_move"])
+        if position is not None:
+            chosen.append(position)
         if len(chosen) == count:
             break
     return chosen
+
+
+def good_move(fen: str, uci: str) -> tuple[chess.Board, chess.Move] | None:
+    """The position and its best move, or None if the move is illegal or mates at once."""
+    board = chess.Board(fen)
+    move = chess.Move.from_uci(uci)
+    if move not in board.legal_moves:
+        return None
+    board.push(move)
+    mates = board.is_checkmate()
+    board.pop()
+    return None if mates else (board, move)
 
 
 def middlegame_positions(count: int, seed: int) -> list[chess.Board]:
@@ -301,14 +307,24 @@ def compare_single_good_move(
         f"minimax depth {depth}": SearchConfig(depth=depth, width=width, draw_score=draw),
         f"beam depth {depth}": SearchConfig(depth=depth, width=width, mode="beam", draw_score=draw),
     }
+    return {"positions": len(positions), "found": count_found(engine, positions, methods, shared)}
+
+
+def count_found(
+    engine: LatentEngine,
+    positions: Sequence[tuple[chess.Board, chess.Move]],
+    methods: dict[str, SearchConfig],
+    cache: EmbeddingCache,
+) -> dict[str, int]:
+    """For each search setting, how many positions it answers with the given move."""
     found = dict.fromkeys(methods, 0)
     for board, best in positions:
         for name, config in methods.items():
             searcher = Searcher(engine.score_boards, config)
-            searcher.cache = shared
+            searcher.cache = cache
             if searcher.search(board, iterate=False).move == best:
                 found[name] += 1
-    return {"positions": len(positions), "found": found}
+    return found
 
 
 # -- driver ---------------------------------------------------------------------------------------

@@ -39,11 +39,12 @@ from typing import Any
 import chess
 import numpy as np
 
+from bench_search import count_found, good_move
 from latentchess.data.store import read_dataset, shard_paths
 from latentchess.engines.latent import LatentEngine
 from latentchess.models.io import default_model_path, load_model
 from latentchess.provenance import git_commit
-from latentchess.search import EmbeddingCache, SearchConfig, Searcher
+from latentchess.search import EmbeddingCache, SearchConfig
 from latentchess.training.data import split_holdout
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,13 +77,9 @@ def good_move_positions(
     for i in candidates:
         if gaps[i] is None or gaps[i] < gap_cp or not moves[i]:
             continue
-        board = chess.Board(fens[i])
-        move = chess.Move.from_uci(moves[i])
-        board.push(move)
-        mates = board.is_checkmate()
-        board.pop()
-        if not mates:
-            chosen.append((board, move))
+        position = good_move(fens[i], moves[i])
+        if position is not None:
+            chosen.append(position)
         if len(chosen) == count:
             break
     return chosen
@@ -147,13 +144,7 @@ def move_choice(model_dir: Path, positions: list[tuple[chess.Board, chess.Move]]
         "minimax_d2": SearchConfig(depth=2, width=3, draw_score=draw),
         "minimax_d4": SearchConfig(depth=4, width=3, draw_score=draw),
     }
-    found = dict.fromkeys(methods, 0)
-    for board, best in positions:
-        for name, config in methods.items():
-            searcher = Searcher(engine.score_boards, config)
-            searcher.cache = shared
-            if searcher.search(board, iterate=False).move == best:
-                found[name] += 1
+    found = count_found(engine, positions, methods, shared)
     n = len(positions)
     return {k: {"found": v, "rate": v / n, "interval": _wilson(v, n)} for k, v in found.items()}
 
