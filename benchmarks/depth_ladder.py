@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import chess.engine
@@ -89,7 +88,6 @@ def main() -> int:
                 adjudication=adjudication,
                 progress=not args.no_progress,
             )
-            started = time.perf_counter()
             result = run_ladder(
                 spec,
                 rungs,
@@ -99,8 +97,7 @@ def main() -> int:
                 calibration_games=args.calibration_games,
                 log=lambda line: print(line, file=sys.stderr, flush=True),
             )
-            seconds = time.perf_counter() - started
-            print(result.summary(), f"({seconds:.0f} s)", flush=True)
+            print(result.summary(), flush=True)
             configs.append(
                 {
                     "series": mode,
@@ -109,7 +106,6 @@ def main() -> int:
                     "spec": spec,
                     "below": result.below,
                     "above": result.above,
-                    "seconds": round(seconds, 1),
                 }
             )
 

@@ -137,6 +137,15 @@ def test_depth_elo_reads_ladder_json_files(tmp_path: Path) -> None:
             rating.lower,
             rating.upper,
         )
+    # Without a depth in the spec, the depth comes from the ladder's limit (here combined).
+    payload = json.loads(paths[0].read_text())
+    payload["engine"], payload["limit"] = "latent:mode=beam", "depth=5,50ms"
+    for rating in payload["fit"]["ratings"]:
+        if rating["name"] == "latent:depth=2,mode=beam":
+            rating["name"] = "latent:mode=beam"
+    combined = tmp_path / "combined.json"
+    combined.write_text(json.dumps(payload))
+    assert read_depth_elo(combined)[0].depth == 5
     out = tmp_path / "depth.png"
     assert main(["plot", "depth-elo", *map(str, paths), "--out", str(out)]) == 0
     assert _png_size(out) == (910, 650)

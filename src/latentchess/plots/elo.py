@@ -66,12 +66,13 @@ def read_depth_elo(path: str | Path) -> list[DepthElo]:
 def _ladder_row(payload: dict[str, Any]) -> dict[str, object]:
     """The point of a ``latentchess ladder --json`` result: its engine's mode, depth and Elo."""
     from latentchess.engines.registry import parse_engine_spec
+    from latentchess.evaluation.limits import parse_limit
     from latentchess.search import SearchConfig
 
     spec = parse_engine_spec(payload["engine"])
     params = {k.lower(): v for k, v in spec.params.items()}
-    limit = str(payload.get("limit", ""))
-    depth = params.get("depth") or (limit[6:] if limit.startswith("depth=") else None)
+    limit = parse_limit(payload["limit"]) if payload.get("limit") else None
+    depth = params.get("depth") or (limit.depth if limit is not None else None)
     rating = next(r for r in payload["fit"]["ratings"] if r["name"] == spec.name)
     return {
         "series": params.get("mode", SearchConfig.mode),
