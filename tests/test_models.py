@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import chess
+import chess.engine
 import numpy as np
 import pytest
 import torch
@@ -26,7 +27,7 @@ from latentchess.models import (
     load_model,
     save_model,
 )
-from latentchess.models.inference import resolve_precision
+from latentchess.models.inference import PRECISION_ENV, resolve_precision
 
 SMALL = EncoderConfig(name="test", layers=2, hidden=32, heads=4, mlp=64, dim=16)
 
@@ -283,8 +284,8 @@ def test_default_model_path_follows_environment(
     model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("LATENTCHESS_MODEL", raising=False)
-    repo_root = Path(__file__).resolve().parents[1]
-    assert default_model_path() == repo_root / "models" / "default"
+    shipped = Path(latentchess.__file__).resolve().parent / "weights" / "default"
+    assert default_model_path() == shipped and (shipped / "model.safetensors").is_file()
     monkeypatch.setenv("LATENTCHESS_MODEL", str(model_dir))
     assert default_model_path() == model_dir
     assert load_model().path == model_dir
@@ -372,12 +373,18 @@ def test_bad_inputs_are_reported(model: LatentModel, encoder: Encoder) -> None:
 # -- precision ------------------------------------------------------------------------------
 
 
-def test_auto_precision_on_cpu(axis: np.ndarray) -> None:
-    from latentchess.models.inference import cpu_has_fast_bf16
-
+def test_auto_precision_on_cpu(axis: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-memory models stay fp32 under ``auto`` on every CPU; the environment overrides it."""
+    monkeypatch.delenv(PRECISION_ENV, raising=False)
     model = LatentModel.from_encoder(_encoder(), axis)
     assert model.device == torch.device("cpu")
-    assert model.precision == ("bf16" if cpu_has_fast_bf16() else "fp32")
+    assert model.precision == "fp32" and model.precision_check is None
+    monkeypatch.setenv(PRECISION_ENV, "bf16")
+    assert LatentModel.from_encoder(_encoder(), axis).precision == "bf16"
+    assert LatentModel.from_encoder(_encoder(), axis, precision="fp32").precision == "fp32"
+    monkeypatch.setenv(PRECISION_ENV, "fp64")
+    with pytest.raises(ValueError, match=r"LATENTCHESS_PRECISION='fp64' is not a precision"):
+        LatentModel.from_encoder(_encoder(), axis)
 
 
 def test_bf16_fidelity(axis: np.ndarray) -> None:
@@ -395,29 +402,34 @@ def test_bf16_fidelity(axis: np.ndarray) -> None:
     assert cosine.min() >= 0.999, f"bf16 cosine to fp32: min {cosine.min():.5f}"
 
 
-def test_default_threads_depend_on_batch_size(
+def test_threads_and_mode_are_set_once_per_model(
     axis: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from latentchess.models.inference import SINGLE_THREAD_MAX_BATCH
-
-    model = LatentModel.from_encoder(_encoder(), axis, precision="fp32")
+    """No call toggles the process-wide thread count or a module's train/eval mode."""
     before = torch.get_num_threads()
     torch.set_num_threads(2)
-    seen: list[int] = []
-
-    def forward(tokens: torch.Tensor) -> torch.Tensor:
-        seen.append(torch.get_num_threads())
-        return torch.ones(len(tokens), SMALL.dim)
-
-    monkeypatch.setattr(model, "_forward", forward)
     try:
-        tokens = tokenize_batch(_positions(SINGLE_THREAD_MAX_BATCH + 1))
-        model.embed_tokens(tokens[:5])  # a search-sized call: one thread
-        model.embed_tokens(tokens)  # a large call: the process setting
-        model.embed_tokens(tokens, batch_size=8)  # large, but in small forward passes
-        assert seen == [1, 2] + [1] * 9
-        assert torch.get_num_threads() == 2  # restored
+        pinned = LatentModel.from_encoder(_encoder(), axis, precision="fp32", threads=1)
+        assert torch.get_num_threads() == 1  # set once, at construction
+        torch.set_num_threads(2)
+        model = LatentModel.from_encoder(_encoder(), axis, precision="fp32")
+        calls: list[object] = []
+        monkeypatch.setattr(torch, "set_num_threads", lambda n: calls.append(("threads", n)))
+        original_train = torch.nn.Module.train
+
+        def train(module: torch.nn.Module, mode: bool = True) -> torch.nn.Module:
+            calls.append(("train", mode))
+            return original_train(module, mode)
+
+        monkeypatch.setattr(torch.nn.Module, "train", train)
+        tokens = tokenize_batch(_positions(80))
+        for m in (pinned, model):
+            m.embed_tokens(tokens[:5])
+            m.embed_tokens(tokens)
+            m.embed_tokens(tokens, batch_size=8)
+        assert calls == [] and torch.get_num_threads() == 2
     finally:
+        monkeypatch.undo()
         torch.set_num_threads(before)
 
 
@@ -425,7 +437,8 @@ def test_from_encoder_leaves_a_training_encoder_alone(axis: np.ndarray) -> None:
     encoder = _encoder().train()
     shared = LatentModel.from_encoder(encoder, axis, precision="fp32")
     before = shared.embed(_positions(3))
-    assert encoder.training  # restored after the call (dropout off only during inference)
+    assert encoder.training and not shared.encoder.training  # its own eval-mode structure
+    np.testing.assert_array_equal(shared.embed(_positions(3)), before)  # no dropout
     with torch.no_grad():
         encoder.projection.bias.add_(1.0)  # a training step
     assert not np.allclose(shared.embed(_positions(3)), before)  # follows the live weights
@@ -451,13 +464,7 @@ def test_int8_precision_fidelity(axis: np.ndarray) -> None:
         resolve_precision("int8", torch.device("cuda"))
 
 
-def test_threads_apply_per_call_and_are_restored(axis: np.ndarray) -> None:
-    boards = _positions(9)
-    reference = LatentModel.from_encoder(_encoder(), axis, precision="fp32").embed(boards)
-    single = LatentModel.from_encoder(_encoder(), axis, precision="fp32", threads=1)
-    before = torch.get_num_threads()
-    np.testing.assert_allclose(single.embed(boards), reference, atol=1e-6)
-    assert torch.get_num_threads() == before
+def test_bad_threads_and_precisions_are_refused(axis: np.ndarray) -> None:
     with pytest.raises(ValueError, match="threads must be a positive int"):
         LatentModel.from_encoder(_encoder(), axis, threads=0)
     with pytest.raises(ValueError, match="'fp16' needs a CUDA device"):
@@ -527,18 +534,87 @@ def test_export_onnx_int8(model_dir: Path, tmp_path: Path) -> None:
     assert check.min_cosine > 0.995, check
 
 
-def test_auto_precision_on_cpu_keeps_ranking_fidelity(model_dir: Path) -> None:
-    """``auto`` may pick int8 on a CPU without fast bf16, but only if it passes the 0.999 bar."""
-    from latentchess.models.inference import INT8_MIN_COSINE, _probe_tokens, cpu_has_fast_bf16
+def test_auto_precision_on_cpu_keeps_ranking_fidelity(
+    model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever ``auto`` picks on this CPU ranks sibling moves like fp32 (same verdict anywhere)."""
+    from latentchess.models import autoprecision as ap
 
+    monkeypatch.delenv(PRECISION_ENV, raising=False)
     auto = load_model(model_dir)
     reference = load_model(model_dir, precision="fp32")
-    if cpu_has_fast_bf16():
-        assert auto.precision == "bf16"
-        return
-    assert auto.precision in ("int8", "fp32")
-    assert auto.precision_check is not None and auto.precision_check.startswith(auto.precision)
-    tokens = _probe_tokens(64)
-    cosines = (auto.embed_tokens(tokens) * reference.embed_tokens(tokens)).sum(axis=1)
-    assert cosines.min() >= INT8_MIN_COSINE
     assert reference.precision_check is None  # an explicit precision is never second-guessed
+    assert auto.precision in ("fp32", "int8", "bf16")
+    assert auto.precision_check is not None and auto.precision_check.startswith(auto.precision)
+    tokens, groups, white = ap.probe_positions()
+    fidelity = ap.ranking_fidelity(
+        reference.embed_tokens(tokens), auto.embed_tokens(tokens), auto._unit_axis, groups, white
+    )
+    assert fidelity.passed, fidelity
+    # An impossible ranking bar: every reduced precision fails it, so auto stays fp32.
+    monkeypatch.setattr(ap, "MIN_TOP1_AGREEMENT", 1.01)
+    strict = load_model(model_dir)
+    assert strict.precision == "fp32", strict.precision_check
+    assert "fails fidelity" in strict.precision_check or "not tried" in strict.precision_check
+
+
+def test_ranking_fidelity_is_more_than_cosine() -> None:
+    """Embeddings within cosine 0.9999 of fp32 that reorder sibling moves fail the check."""
+    from latentchess.models import autoprecision as ap
+
+    rng = np.random.default_rng(0)
+    axis = np.zeros(16, dtype=np.float32)
+    axis[0] = 1.0
+    groups = [slice(5 * i, 5 * i + 5) for i in range(10)]
+    reference = rng.normal(size=(50, 16)).astype(np.float32)
+    reference[:, 0] = np.tile(np.linspace(0.0, 0.02, 5), 10)  # siblings 0.005 apart on the axis
+    reference /= np.linalg.norm(reference, axis=1, keepdims=True)
+    swapped = reference.copy()
+    swapped[:, 0] = reference[:, 0][np.tile([4, 3, 2, 1, 0], 10) + np.repeat(np.arange(10) * 5, 5)]
+    cosine = (reference * swapped).sum(axis=1) / np.linalg.norm(swapped, axis=1)
+    assert cosine.min() > 0.9995
+    fidelity = ap.ranking_fidelity(reference, swapped, axis, groups, [True] * 10)
+    assert fidelity.min_cosine > 0.9995 and not fidelity.passed
+    assert fidelity.top1_agreement == 0.0 and fidelity.pair_agreement < 0.05
+    same = ap.ranking_fidelity(reference, reference, axis, groups, [False] * 10)
+    assert same.passed and same.top1_agreement == 1.0 and same.pair_agreement == 1.0
+
+
+def test_broken_weights_are_a_clear_error(model_dir: Path, tmp_path: Path) -> None:
+    """NaN weights: refused at load; NaN scores from an in-memory model raise, never IndexError."""
+    from latentchess.engines.latent import LatentEngine
+    from latentchess.errors import LatentChessError
+
+    model = load_model(model_dir, precision="fp32")
+    broken = _encoder(model.config)
+    with torch.no_grad():
+        for parameter in broken.parameters():
+            parameter.fill_(float("nan"))
+    with pytest.raises(ValueError, match="non-finite"):
+        save_model(tmp_path / "unused", broken, axis=model.axis * np.nan)
+    nan_model = LatentModel.from_encoder(broken, model.axis, precision="fp32")
+    with pytest.raises(ModelFileError, match="non-finite embeddings for 3 of 3 positions"):
+        nan_model.score(_positions(3))
+    engine = LatentEngine(nan_model)
+    with pytest.raises(LatentChessError, match="non-finite embeddings"):
+        engine.play(chess.Board(), chess.engine.Limit(depth=2))
+    saved = save_model(tmp_path / "nan", broken, axis=model.axis)
+    with pytest.raises(ModelFileError, match=r"model.safetensors.*holds \d+ non-finite values"):
+        load_model(saved)
+
+
+def test_content_hash_names_the_files(model_dir: Path, tmp_path: Path) -> None:
+    from latentchess.models.io import model_content_hash
+
+    model = load_model(model_dir, precision="fp32")
+    assert re.fullmatch(r"[0-9a-f]{12}", model.content_hash)
+    assert model.content_hash == model_content_hash(model_dir)
+    assert model.provenance() == {
+        "model": str(model_dir),
+        "model_sha256": model.content_hash,
+        "precision": "fp32",
+    }
+    copy = save_model(tmp_path / "copy", model.encoder, axis=model.axis, metadata={"note": 1})
+    assert model_content_hash(copy) != model.content_hash  # another config.json
+    in_memory = LatentModel.from_encoder(model.encoder, model.axis, precision="fp32")
+    assert re.fullmatch(r"[0-9a-f]{12}", in_memory.content_hash)

@@ -29,7 +29,7 @@ def test_two_process_ddp_matches_one_process_on_the_same_global_batch(tmp_path: 
             "--dropout", "0", "--steps", "4", "--batch-size", "4", "--positives", "2",
             "--lr", "0.05", "--threads", "1", "--eval-every", "0", "--log-every", "1",
             "--holdout-fraction", "0.1", "--eval-positions", "16", "--axis-positions", "8",
-            "--device", "cpu", "--no-progress",
+            "--device", "cpu", "--precision", "fp32", "--no-progress",
         ]  # fmt: skip
 
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
@@ -42,7 +42,7 @@ def test_two_process_ddp_matches_one_process_on_the_same_global_batch(tmp_path: 
 
     ddp_records = read_metrics(tmp_path / "ddp" / "metrics.jsonl")
     start = next(r for r in ddp_records if r["kind"] == "start")
-    assert start["world_size"] == 2
+    assert start["world_size"] == 2 and start["precision"] == "fp32"
     sync = next(r for r in ddp_records if r["kind"] == "sync")
     assert len(sync["weights_sha256"]) == 2 and len(set(sync["weights_sha256"])) == 1
 

@@ -40,6 +40,7 @@ def micro_config(data: Path, out: Path, **overrides: Any) -> TrainConfig:
         "lr": 0.05,
         "warmup": 2,
         "threads": 1,
+        "precision": "fp32",  # numbers are compared: never a CPU-dependent precision
         "holdout_fraction": 0.1,
         "eval_every": 6,
         "eval_positions": 64,

@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "model",
         nargs="?",
         type=Path,
-        help="model directory (default: $LATENTCHESS_MODEL or the repository's models/default)",
+        help="model directory (default: $LATENTCHESS_MODEL or the shipped model)",
     )
     p.add_argument("--json", action="store_true", help="print the whole config.json document")
     p.set_defaults(func=_model_info)

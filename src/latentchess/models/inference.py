@@ -11,33 +11,35 @@ Precision (see ``benchmarks/results/inference.md`` for the measurements behind t
 * ``"fp32"``: plain float32.
 * ``"bf16"``: matrix work in bfloat16 (weights cast to bfloat16 on CPU, autocast on CUDA). Worth it
   only on CPUs with native bfloat16 matrix units (AMX / AVX512-BF16); elsewhere it is emulated and
-  5-10x *slower* than float32 (measured on an AVX2 EPYC). Cosine to the float32 embedding stays
-  above 0.9999.
+  5-10x *slower* than float32 (measured on an AVX2 EPYC).
 * ``"fp16"``: CUDA only, autocast to float16 (for GPUs without bfloat16).
 * ``"int8"``: CPU only: the encoder is exported to ONNX with dynamically quantised per-channel
-  int8 weights and run by ONNX Runtime. On an AVX2 EPYC it was the fastest path, 1.3-1.9x
-  ``"fp32"`` (one thread, batches 1-512; 1.2-1.45x for the shipped micro model, whose minimum
-  cosine to float32 was 0.9995). Building it costs 1.5-4 s per load (export + quantisation), and
-  int8 kernels differ between CPUs (not bit-reproducible across machines).
-* ``"auto"``: CUDA -> ``"bf16"`` (``"fp16"`` where bfloat16 is unsupported); CPU -> ``"bf16"`` when
-  the CPU has native bfloat16 support; otherwise, for a model loaded from disk, ``"int8"`` when it
-  passes a load-time fidelity check (min cosine >= 0.999 to float32 on 256 fixed positions,
-  reported in :attr:`LatentModel.precision_check`), else ``"fp32"``.
+  int8 weights and run by ONNX Runtime. Building it costs 1.5-4 s per load (export +
+  quantisation), and int8 kernels differ between CPUs (not bit-reproducible across machines).
+* ``"auto"``: ``$LATENTCHESS_PRECISION`` when set (e.g. ``fp32`` for runs that must give the same
+  numbers on every machine); else CUDA -> ``"bf16"`` (``"fp16"`` where bfloat16 is unsupported);
+  CPU, for a model loaded from disk -> the fastest of ``"fp32"``, ``"int8"`` and (on CPUs with
+  native bfloat16 only) ``"bf16"`` that passes the move-ranking fidelity check of
+  :mod:`latentchess.models.autoprecision` (measured at load, reported in
+  :attr:`LatentModel.precision_check`); CPU, for an in-memory model -> ``"fp32"``.
 
-Threads: PyTorch's intra-op pool is process-wide. On a 2-core machine with any other busy process
-(Stockfish, a test run), two threads were 4-40x slower than one for batches of 1-32 positions,
-because every parallel region waits for a descheduled thread, and small batches are where extra
-threads help least anyway. So by default (``threads=None``) a call of at most
-:data:`SINGLE_THREAD_MAX_BATCH` positions runs on one thread and larger calls use the process-wide
-setting (the size of one forward pass counts: ``min(N, batch_size)``); an explicit
-``threads=n`` applies to every call. The previous setting is restored after
-each call. The ``"int8"`` session's thread count is fixed when it is built: ``threads`` or 1.
+The resolved precision and the model's content hash (:attr:`LatentModel.content_hash`) are written
+into every PGN header and JSON result, because ``"auto"`` may resolve differently per machine.
+
+Threads and mode are set once per model, never per call: ``threads=n`` sets PyTorch's (process-wide)
+intra-op thread count once, when the model is built; ``threads=None`` leaves the process setting
+alone. The encoder a model runs is in eval mode for good; a float32 encoder shared with a training
+loop is run through a structural copy that shares its parameters, so the trainer's module keeps
+its own train/eval mode. The ``"int8"`` session's thread count is fixed when it is built:
+``threads`` or 1.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
+import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -49,13 +51,14 @@ import numpy.typing as npt
 import torch
 
 from latentchess.encoding import SEQUENCE_LENGTH, VOCAB_SIZE, tokenize_batch
+from latentchess.errors import ModelFileError
 from latentchess.models.config import EncoderConfig
 from latentchess.models.encoder import Encoder
 
 __all__ = [
     "LatentModel",
     "PRECISIONS",
-    "SINGLE_THREAD_MAX_BATCH",
+    "PRECISION_ENV",
     "resolve_device",
     "resolve_precision",
     "cpu_has_fast_bf16",
@@ -63,8 +66,8 @@ __all__ = [
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
 """Accepted values of the ``precision`` argument; ``"auto"`` resolves to one of the others."""
-SINGLE_THREAD_MAX_BATCH = 64
-"""With ``threads=None``, CPU calls embedding at most this many positions run on one thread."""
+PRECISION_ENV = "LATENTCHESS_PRECISION"
+"""Environment variable that, when set, is what ``"auto"`` means (training and inference)."""
 
 FloatArray = npt.NDArray[np.float32]
 Position = str | chess.Board
@@ -101,13 +104,31 @@ def resolve_precision(precision: str, device: torch.device) -> str:
         raise ValueError(f"precision 'fp16' needs a CUDA device, got {str(device)!r}")
     if precision == "int8" and device.type != "cpu":
         raise ValueError(f"precision 'int8' runs on the CPU only, got device {str(device)!r}")
+    if precision == "auto":
+        precision = auto_override() or "auto"
+        if precision != "auto":
+            return resolve_precision(precision, device)
     if precision != "auto":
         return precision
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    if device.type == "cpu" and cpu_has_fast_bf16():
-        return "bf16"
-    return "fp32"
+    return "fp32"  # CPU: LatentModel may then measure int8 / bf16 (see the module docstring)
+
+
+def auto_override() -> str | None:
+    """``$LATENTCHESS_PRECISION`` (what ``"auto"`` means when set), or ``None`` when unset.
+
+    Raises:
+        ValueError: it names no precision.
+    """
+    value = os.environ.get(PRECISION_ENV, "").strip()
+    if not value or value == "auto":
+        return None
+    if value not in PRECISIONS:
+        raise ValueError(
+            f"${PRECISION_ENV}={value!r} is not a precision; choose from {list(PRECISIONS)}"
+        )
+    return value
 
 
 class LatentModel:
@@ -123,9 +144,10 @@ class LatentModel:
         device: where the encoder runs.
         precision: resolved precision: ``"fp32"``, ``"bf16"``, ``"fp16"`` (CUDA) or ``"int8"``
             (CPU, ONNX Runtime; the session is built from the encoder's weights at construction).
-        threads: PyTorch intra-op threads for every call; ``None``: one thread for calls of at
-            most :data:`SINGLE_THREAD_MAX_BATCH` positions, the process-wide setting above.
+        threads: the PyTorch thread count set once when the model was built, or ``None`` (the
+            process-wide setting was left alone).
         path: the model directory it was loaded from, or ``None`` when built in memory.
+        precision_check: why ``"auto"`` chose what it chose when it measured the candidates.
     """
 
     def __init__(
@@ -138,6 +160,7 @@ class LatentModel:
         device: str | torch.device | None = None,
         threads: int | None = None,
         path: Path | None = None,
+        content_hash: str | None = None,
     ) -> None:
         self.config: EncoderConfig = encoder.config
         axis_array = np.asarray(axis, dtype=np.float32).reshape(-1)
@@ -157,22 +180,18 @@ class LatentModel:
         if threads is not None and (not isinstance(threads, int) or threads <= 0):
             raise ValueError(f"threads must be a positive int or None, got {threads!r}")
         self.threads = threads
+        if threads is not None and self.device.type == "cpu" and torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)  # once, here: never toggled per call
         self.path = path
-        cast = self.precision == "bf16" and self.device.type != "cuda"
-        if cast or _module_device(encoder) != self.device:
-            # Never convert the caller's module in place (it may still be training).
-            encoder = copy.deepcopy(encoder).to(self.device)
-            if cast:
-                # CPU: bfloat16 weights spare autocast's per-call weight casts (on AVX2 both
-                # were equally slow; unmeasured on AMX, where the benchmark has both paths).
-                encoder = encoder.to(torch.bfloat16)
-            encoder.eval()
-        self.encoder: Encoder = encoder
+        self._content_hash = content_hash
+        self._source = encoder
+        self.encoder: Encoder = self._eval_encoder(encoder, self.precision)
         self._session: Any = self._int8_session() if self.precision == "int8" else None
         self.precision_check: str | None = None
-        """Why ``"auto"`` chose what it chose, when it compared paths (see :meth:`_auto_int8`)."""
-        if precision == "auto" and path is not None and self.precision == "fp32":
-            self._auto_int8()
+        """Why ``"auto"`` chose what it chose, when it measured the candidates."""
+        auto_cpu = precision == "auto" and auto_override() is None and self.device.type == "cpu"
+        if auto_cpu and path is not None:
+            self._auto_cpu()
 
     @classmethod
     def from_encoder(
@@ -186,9 +205,9 @@ class LatentModel:
     ) -> LatentModel:
         """Wrap an in-memory encoder (e.g. during training) without saving it first.
 
-        A float32 encoder already on ``device`` is shared, not copied, so the model follows its
-        weights as training goes on; each inference call runs in eval mode and restores the
-        module's train/eval mode afterwards. Other precisions or devices work on a copy.
+        A float32 encoder already on ``device`` shares its parameters with the model (through a
+        structural copy in eval mode), so the model follows its weights as training goes on and
+        never changes the module's train/eval mode. Other precisions or devices work on a copy.
         """
         return cls(
             encoder, axis, metadata=metadata, precision=precision, device=device, threads=threads
@@ -201,71 +220,49 @@ class LatentModel:
             f"device={str(self.device)!r}, precision={self.precision!r}{where})"
         )
 
-    # -- embeddings -------------------------------------------------------------------------
+    # -- identity ---------------------------------------------------------------------------
 
-    def embed_tokens(self, tokens: npt.ArrayLike, batch_size: int = 1024) -> FloatArray:
-        """Embed tokenized positions.
+    @property
+    def content_hash(self) -> str:
+        """Short content hash: of ``model.safetensors`` + ``config.json`` for a loaded model
+        (:func:`latentchess.models.io.model_content_hash`), else of the weights and the axis."""
+        if self._content_hash is None:
+            digest = hashlib.sha256()
+            for name, tensor in sorted(self._source.state_dict().items()):
+                digest.update(name.encode())
+                digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy())
+            digest.update(self.axis.tobytes())
+            return digest.hexdigest()[:HASH_LENGTH]
+        return self._content_hash
 
-        Args:
-            tokens: ``(N, 77)`` integer array (``tokenize_batch`` output); ``N`` may be 0.
-            batch_size: positions per forward pass.
+    def provenance(self) -> dict[str, str]:
+        """What produced this model's numbers: ``{"model", "model_sha256", "precision"}``."""
+        return {
+            "model": str(self.path) if self.path is not None else "<in memory>",
+            "model_sha256": self.content_hash,
+            "precision": self.precision,
+        }
 
-        Returns:
-            ``(N, D)`` float32 array of unit vectors.
+    # -- set-up -----------------------------------------------------------------------------
 
-        Raises:
-            ValueError: wrong shape or token indices outside the vocabulary.
-        """
-        array = np.asarray(tokens)
-        if array.ndim != 2 or array.shape[1] != SEQUENCE_LENGTH:
-            raise ValueError(f"expected tokens of shape (N, {SEQUENCE_LENGTH}), got {array.shape}")
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size!r}")
-        out = np.empty((array.shape[0], self.config.dim), dtype=np.float32)
-        if array.shape[0] == 0:
-            return out
-        if array.min() < 0 or array.max() >= VOCAB_SIZE:
-            raise ValueError(
-                f"token indices must lie in [0, {VOCAB_SIZE}), got range "
-                f"[{int(array.min())}, {int(array.max())}]"
-            )
-        previous_threads = torch.get_num_threads()
-        threads = self.threads
-        per_call = min(len(array), batch_size)
-        if threads is None and self.device.type == "cpu" and per_call <= SINGLE_THREAD_MAX_BATCH:
-            threads = 1
-        if threads is not None and threads != previous_threads:
-            torch.set_num_threads(threads)
-        was_training = self.encoder.training
-        self.encoder.eval()
-        try:
-            with torch.inference_mode():
-                for start in range(0, array.shape[0], batch_size):
-                    chunk = np.ascontiguousarray(array[start : start + batch_size])
-                    out[start : start + len(chunk)] = self._forward(torch.from_numpy(chunk)).numpy()
-        finally:
-            self.encoder.train(was_training)
-            if torch.get_num_threads() != previous_threads:
-                torch.set_num_threads(previous_threads)
-        return out
-
-    def _forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """One batch: ``(B, 77)`` tokens -> ``(B, D)`` float32 unit vectors on CPU."""
-        if self._session is not None:
-            z = torch.from_numpy(
-                self._session.run(None, {"tokens": tokens.to(torch.uint8).numpy()})[0]
-            )
-        elif self.device.type == "cuda" and self.precision != "fp32":
-            dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
-            with torch.autocast(device_type="cuda", dtype=dtype):
-                z = self.encoder(tokens.to(self.device, torch.long))
+    def _eval_encoder(self, encoder: Encoder, precision: str) -> Encoder:
+        """The module inference runs, in eval mode for good (never the caller's module)."""
+        cast = precision == "bf16" and self.device.type != "cuda"
+        if cast or _module_device(encoder) != self.device:
+            # Never convert the caller's module in place (it may still be training).
+            copied = copy.deepcopy(encoder).to(self.device)
+            if cast:
+                # CPU: bfloat16 weights spare autocast's per-call weight casts.
+                copied = copied.to(torch.bfloat16)
         else:
-            z = self.encoder(tokens.to(self.device, torch.long))
-        # Renormalise in float32: bfloat16 rounding leaves norms ~1e-3 off unity.
-        return torch.nn.functional.normalize(z.float(), dim=-1).cpu()
+            # Same module tree, same parameter and buffer tensors: training updates show through,
+            # while this copy's eval mode is independent of the trainer's module.
+            shared = {id(t): t for t in (*encoder.parameters(), *encoder.buffers())}
+            copied = copy.deepcopy(encoder, memo=shared)
+        return copied.eval()
 
     def _int8_session(self) -> Any:
-        """An ONNX Runtime session on the int8-quantised export of :attr:`encoder`."""
+        """An ONNX Runtime session on the int8-quantised export of the float32 encoder."""
         try:
             import onnxruntime  # noqa: F401
         except ImportError as error:
@@ -285,43 +282,126 @@ class LatentModel:
             quantization_logger.setLevel(max(level, logging.ERROR))
             try:
                 with tempfile.TemporaryDirectory(prefix="latentchess-int8-") as tmp:
-                    file = export_onnx(self.encoder, Path(tmp) / "encoder.int8.onnx", int8=True)
+                    file = export_onnx(self._source, Path(tmp) / "encoder.int8.onnx", int8=True)
                     return onnx_session(file, threads=self.threads or 1)
             finally:
                 quantization_logger.setLevel(level)
 
-    def _auto_int8(self) -> None:
-        """``"auto"`` on a CPU without fast bfloat16: use int8 if it keeps ranking fidelity.
+    def _auto_cpu(self) -> None:
+        """``"auto"`` on CPU: measure int8 (then bf16 on native-bf16 CPUs) against float32.
 
-        The int8 session is built and compared with float32 on :data:`INT8_PROBE_POSITIONS`
-        fixed positions; it is kept only if every embedding has cosine >= :data:`INT8_MIN_COSINE`
-        to its float32 counterpart (the issue's bar), else the model stays in float32. Only for
-        models loaded from disk (training evaluations stay float32).
+        A candidate must pass :func:`~latentchess.models.autoprecision.ranking_fidelity` and be
+        at least :data:`~latentchess.models.autoprecision.MIN_SPEEDUP` times as fast as float32;
+        the fastest such candidate wins (int8 on ties, as it is tried first).
         """
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError:
-            self.precision_check = "fp32: onnxruntime not installed, int8 not tried"
+        from latentchess.models import autoprecision as ap
+
+        tokens, groups, white = ap.probe_positions()
+        fp32_encoder = self.encoder
+        reference = self._embed_all(tokens)
+        if not np.isfinite(reference).all():
+            self.precision_check = "fp32: the model's float32 embeddings are not finite"
             return
-        probe = _probe_tokens(INT8_PROBE_POSITIONS)
-        reference = self.embed_tokens(probe)
-        try:
-            session = self._int8_session()
-        except Exception as error:  # any export failure means: stay in fp32
-            self.precision_check = f"fp32: int8 export failed ({error})"
-            return
-        self._session = session
-        worst = float((reference * self.embed_tokens(probe)).sum(axis=1).min())
-        if worst >= INT8_MIN_COSINE:
-            self.precision = "int8"
-            self.precision_check = (
-                f"int8: min cosine {worst:.5f} to fp32 on {len(probe)} probe positions"
+        speed = {"fp32": ap.throughput(self._embed_all, tokens)}
+        notes: list[str] = []
+        chosen: tuple[str, Any, Encoder] | None = None
+        for candidate in ("int8", "bf16"):
+            if candidate == "bf16" and not cpu_has_fast_bf16():
+                notes.append("bf16 not tried (no native bfloat16 on this CPU)")
+                continue
+            try:
+                if candidate == "int8":
+                    import onnxruntime  # noqa: F401
+
+                    self._session = self._int8_session()
+                else:
+                    self._session, self.encoder = None, self._eval_encoder(self._source, "bf16")
+            except ImportError:
+                notes.append("int8 not tried (onnxruntime not installed)")
+                continue
+            except Exception as error:  # an export failure means: not this candidate
+                notes.append(f"{candidate} failed to build ({error})")
+                self._session, self.encoder = None, fp32_encoder
+                continue
+            fidelity = ap.ranking_fidelity(
+                reference, self._embed_all(tokens), self._unit_axis, groups, white
             )
+            speed[candidate] = ap.throughput(self._embed_all, tokens) if fidelity.passed else 0.0
+            ratio = speed[candidate] / speed["fp32"]
+            verdict = "passes" if fidelity.passed else "fails"
+            notes.append(f"{candidate} {verdict} fidelity ({fidelity}), {ratio:.2f}x fp32 speed")
+            best = speed[chosen[0]] if chosen else speed["fp32"] * ap.MIN_SPEEDUP
+            if fidelity.passed and speed[candidate] > best:
+                chosen = (candidate, self._session, self.encoder)
+            self._session, self.encoder = None, fp32_encoder
+        if chosen is not None:
+            self.precision, self._session, self.encoder = chosen
+        self.precision_check = (
+            f"{self.precision}: chosen on {len(groups)} probe positions' {len(tokens)} children; "
+            + "; ".join(notes)
+        )
+
+    def _embed_all(self, tokens: npt.NDArray[np.uint8]) -> FloatArray:
+        """Embed the probe batch in one forward pass (no checks, for timing)."""
+        with torch.inference_mode():
+            return self._forward(torch.from_numpy(tokens)).numpy()
+
+    # -- embeddings -------------------------------------------------------------------------
+
+    def embed_tokens(self, tokens: npt.ArrayLike, batch_size: int = 1024) -> FloatArray:
+        """Embed tokenized positions.
+
+        Args:
+            tokens: ``(N, 77)`` integer array (``tokenize_batch`` output); ``N`` may be 0.
+            batch_size: positions per forward pass.
+
+        Returns:
+            ``(N, D)`` float32 array of unit vectors.
+
+        Raises:
+            ValueError: wrong shape or token indices outside the vocabulary.
+            ModelFileError: the model produced non-finite embeddings (broken weights).
+        """
+        array = np.asarray(tokens)
+        if array.ndim != 2 or array.shape[1] != SEQUENCE_LENGTH:
+            raise ValueError(f"expected tokens of shape (N, {SEQUENCE_LENGTH}), got {array.shape}")
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size!r}")
+        out = np.empty((array.shape[0], self.config.dim), dtype=np.float32)
+        if array.shape[0] == 0:
+            return out
+        if array.min() < 0 or array.max() >= VOCAB_SIZE:
+            raise ValueError(
+                f"token indices must lie in [0, {VOCAB_SIZE}), got range "
+                f"[{int(array.min())}, {int(array.max())}]"
+            )
+        with torch.inference_mode():
+            for start in range(0, array.shape[0], batch_size):
+                chunk = np.ascontiguousarray(array[start : start + batch_size])
+                out[start : start + len(chunk)] = self._forward(torch.from_numpy(chunk)).numpy()
+        if not np.isfinite(out).all():
+            bad = int((~np.isfinite(out).all(axis=1)).sum())
+            where = f"model {str(self.path)!r}" if self.path is not None else "the in-memory model"
+            raise ModelFileError(
+                f"{where} produced non-finite embeddings for {bad} of {len(out)} positions "
+                f"(precision {self.precision!r}): its weights are broken (NaN/inf) or diverged"
+            )
+        return out
+
+    def _forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """One batch: ``(B, 77)`` tokens -> ``(B, D)`` float32 unit vectors on CPU."""
+        if self._session is not None:
+            z = torch.from_numpy(
+                self._session.run(None, {"tokens": tokens.to(torch.uint8).numpy()})[0]
+            )
+        elif self.device.type == "cuda" and self.precision != "fp32":
+            dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
+            with torch.autocast(device_type="cuda", dtype=dtype):
+                z = self.encoder(tokens.to(self.device, torch.long))
         else:
-            self._session = None
-            self.precision_check = (
-                f"fp32: int8 min cosine {worst:.5f} < {INT8_MIN_COSINE} on {len(probe)} positions"
-            )
+            z = self.encoder(tokens.to(self.device, torch.long))
+        # Renormalise in float32: bfloat16 rounding leaves norms ~1e-3 off unity.
+        return torch.nn.functional.normalize(z.float(), dim=-1).cpu()
 
     def embed(self, positions: Iterable[Position] | Position, batch_size: int = 1024) -> FloatArray:
         """Embed positions given as FEN strings or boards.
@@ -394,24 +474,8 @@ def _module_device(module: torch.nn.Module) -> torch.device:
 
 _EXPORT_LOCK = threading.Lock()
 
-INT8_MIN_COSINE = 0.999
-"""Ranking-fidelity bar for reduced precision: cosine to the float32 embedding."""
-INT8_PROBE_POSITIONS = 256
-
-
-def _probe_tokens(count: int) -> npt.NDArray[np.uint8]:
-    """Tokens of ``count`` fixed, varied positions: seeded random games from the start."""
-    rng = np.random.default_rng(0)
-    board = chess.Board()
-    fens: list[str] = []
-    while len(fens) < count:
-        moves = list(board.legal_moves)
-        if not moves or board.ply() > 120:
-            board = chess.Board()
-            continue
-        board.push(moves[int(rng.integers(len(moves)))])
-        fens.append(board.fen())
-    return tokenize_batch(fens)
+HASH_LENGTH = 12
+"""Hex digits of a model's short content hash."""
 
 
 def _tokenize(positions: Iterable[Position] | Position) -> npt.NDArray[np.uint8]:

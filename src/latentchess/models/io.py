@@ -16,6 +16,7 @@ shape; anything else is a :class:`~latentchess.errors.ModelFileError` naming the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -32,7 +33,7 @@ from latentchess.encoding import TOKENIZER_VERSION
 from latentchess.errors import ModelFileError
 from latentchess.models.config import EncoderConfig
 from latentchess.models.encoder import Encoder
-from latentchess.models.inference import LatentModel
+from latentchess.models.inference import HASH_LENGTH, LatentModel
 from latentchess.provenance import git_commit as _git_commit
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "load_model",
     "read_model_config",
     "default_model_path",
+    "model_content_hash",
 ]
 
 FORMAT = "latentchess-model"
@@ -51,16 +53,39 @@ FORMAT_VERSION = 1
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 _RESERVED = frozenset({"format", "format_version", "encoder", "tokenizer", "axis"})
-_REPO_ROOT = Path(__file__).resolve().parents[3]
+_SHIPPED = Path(__file__).resolve().parents[1] / "weights"
 _AXIS_PLACEHOLDER = "\x00axis\x00"
 
 
 def default_model_path() -> Path:
-    """``$LATENTCHESS_MODEL`` if set, else the repository's shipped model, ``models/default``."""
+    """``$LATENTCHESS_MODEL`` if set, else the model shipped in the package, ``weights/default``.
+
+    The shipped model is package data (``latentchess/weights/default``), so it is found the same
+    way in a checkout, after ``pip install .`` and from a wheel.
+    """
     env = os.environ.get("LATENTCHESS_MODEL")
     if env:
         return Path(env).expanduser()
-    return _REPO_ROOT / "models" / "default"
+    return _SHIPPED / "default"
+
+
+def model_content_hash(path: str | Path) -> str:
+    """Short sha256 of a model directory's ``model.safetensors`` followed by its ``config.json``.
+
+    Raises:
+        ModelFileError: either file is missing or unreadable.
+    """
+    digest = hashlib.sha256()
+    for name in (WEIGHTS_FILE, CONFIG_FILE):
+        file = Path(path) / name
+        try:
+            with file.open("rb") as handle:
+                while block := handle.read(1 << 20):
+                    digest.update(block)
+        except OSError as error:
+            raise ModelFileError(f"cannot read {str(file)!r}: {error}") from error
+        digest.update(b"\x00")
+    return digest.hexdigest()[:HASH_LENGTH]
 
 
 def save_model(
@@ -247,6 +272,7 @@ def load_model(
     config = EncoderConfig.from_dict(document["encoder"])
     encoder = Encoder(config)
     encoder.load_state_dict(_read_weights(path / WEIGHTS_FILE, encoder))
+    content_hash = model_content_hash(path)
     metadata = {k: v for k, v in document.items() if k not in _RESERVED}
     return LatentModel(
         encoder,
@@ -256,6 +282,7 @@ def load_model(
         device=device,
         threads=threads,
         path=path,
+        content_hash=content_hash,
     )
 
 
@@ -299,6 +326,12 @@ def _read_weights(file: Path, encoder: Encoder) -> dict[str, torch.Tensor]:
             )
         if not tensor.is_floating_point():
             raise ModelFileError(f"{str(file)!r}: tensor {name!r} has dtype {tensor.dtype}")
+        if not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise ModelFileError(
+                f"{str(file)!r}: tensor {name!r} holds {bad} non-finite values (NaN/inf): the "
+                "weights are broken (a diverged training run?)"
+            )
         tensors[name] = tensor.float()
     return tensors
 

@@ -65,8 +65,9 @@ class TrainConfig:
         warmup: linear warm-up steps; ``None`` means 2% of ``steps``.
         momentum: SGD momentum (paper: 0.9).
         weight_decay: SGD weight decay (SupCon reference value).
-        precision: ``"auto"`` (bf16 autocast on CUDA and on CPUs with native bf16 matrix
-            units, fp32 elsewhere), ``"fp32"`` or ``"bf16"``.
+        precision: ``"auto"`` (bf16 autocast on CUDA; on CPU fp32 unless bf16 is measured
+            faster for this model on this machine, see :mod:`latentchess.training.precision`),
+            ``"fp32"`` or ``"bf16"``.
         device: ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
         threads: torch CPU threads (``None``: torch's default).
         seed: seeds model init, data order, held-out split and dropout.

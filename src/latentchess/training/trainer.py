@@ -38,7 +38,6 @@ from torch.nn.parallel import DistributedDataParallel
 
 from latentchess.errors import LatentChessError
 from latentchess.models import Encoder, save_model
-from latentchess.models.inference import resolve_precision
 from latentchess.provenance import git_commit as _git_commit
 from latentchess.training.axis import (
     advantage_axis,
@@ -65,6 +64,7 @@ from latentchess.training.metrics import (
     spearman,
 )
 from latentchess.training.positives import PositiveSampler
+from latentchess.training.precision import PROBE_FILE, training_precision
 
 __all__ = ["TrainResult", "train"]
 
@@ -132,13 +132,13 @@ class _Run:
         if cfg.threads is not None:
             torch.set_num_threads(cfg.threads)
         self.device = ctx.device
-        self.precision = resolve_precision(cfg.precision, self.device)
         self.out = cfg.out
         self.checkpoint_path = self.out / "checkpoints" / CHECKPOINT_FILE
         self.log = MetricsLog(self.out / "metrics.jsonl")
         if ctx.is_main:
             self.out.mkdir(parents=True, exist_ok=True)
         self._load_data()
+        self.precision, self.precision_record = self._resolve_precision()
         torch.manual_seed(cfg.seed)  # identical initial weights on every rank
         self.encoder = Encoder(cfg.model).to(self.device)
         self.model: torch.nn.Module = self.encoder
@@ -180,6 +180,19 @@ class _Run:
         self.fingerprint = label_fingerprint(labels)
         self.sampler = PositiveSampler(self.train_labels, cfg.delta)
         self.order = AnchorOrder(len(self.split.train), cfg.batch_size, cfg.seed)
+
+    def _resolve_precision(self) -> tuple[str, dict[str, Any]]:
+        """``cfg.precision`` made concrete; rank 0 probes (``auto`` on CPU), the others follow."""
+        cfg, ctx = self.cfg, self.ctx
+        share = max(1, cfg.views_per_step // ctx.world_size)
+        tokens = self._tokens(self.split.train[: min(share, len(self.split.train))])
+        cache = self.out / PROBE_FILE
+        if ctx.is_main:
+            decided = training_precision(cfg.precision, self.device, cfg.model, tokens, cache)
+        ctx.barrier()
+        if not ctx.is_main:
+            decided = training_precision(cfg.precision, self.device, cfg.model, tokens, cache)
+        return decided
 
     def _tokens(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
         return np.asarray(self.cache.tokens[rows])  # (n, 77) random access into the memmap
@@ -298,6 +311,7 @@ class _Run:
                     "world_size": ctx.world_size,
                     "device": str(self.device),
                     "precision": self.precision,
+                    "precision_decision": self.precision_record,
                     "threads": torch.get_num_threads(),
                     "data": self._data_summary(),
                 }
@@ -525,6 +539,7 @@ class _Run:
             "world_size": self.ctx.world_size,
             "device": str(self.device),
             "precision_used": self.precision,
+            "precision_decision": self.precision_record,
             "data": self._data_summary(),
             "git_commit": _git_commit(),
             "torch": torch.__version__,
