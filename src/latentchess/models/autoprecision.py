@@ -5,9 +5,9 @@ set, it
 
 * ranks the *siblings* (the children of each probe position, i.e. the moves a search compares) in
   nearly the order float32 does: its best child of a parent is float32's best (or within
-  :data:`TIE_MARGIN` of it) for at least :data:`MIN_TOP1_AGREEMENT` of the parents and at least :data:`MIN_PAIR_AGREEMENT` of the sibling
-  pairs keep their order (pairs float32 scores within :data:`TIE_MARGIN` of each other are ties and
-  not counted),
+  :data:`TIE_MARGIN` of it) for at least :data:`MIN_TOP1_AGREEMENT` of the parents, and at
+  least :data:`MIN_PAIR_AGREEMENT` of the sibling pairs keep their order (pairs float32 scores
+  within :data:`TIE_MARGIN` of each other are ties and not counted),
 * keeps every embedding's cosine to float32 at least :data:`MIN_COSINE`, and
 * is measurably faster: at least :data:`MIN_SPEEDUP` times float32's throughput on a search-sized
   batch of :data:`SPEED_BATCH` of those children (best of a few timed repetitions).
