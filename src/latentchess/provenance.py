@@ -1,12 +1,19 @@
-"""Provenance recorded in models, checkpoints and results: the git commit of this checkout."""
+"""Provenance recorded in models, checkpoints and results.
+
+The git commit of this checkout, and which models (content hash and resolved precision) the
+engines of a command ran: :func:`recording_models` collects what :func:`note_model` reports.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["REPO_ROOT", "git_commit"]
+__all__ = ["REPO_ROOT", "git_commit", "note_model", "recording_models"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """The checkout this package runs from (``src/latentchess`` -> repository root)."""
@@ -28,3 +35,33 @@ def git_commit() -> str | None:
         return None
     commit = done.stdout.strip()
     return commit if done.returncode == 0 and len(commit) == 40 else None
+
+
+_RECORDERS: list[list[dict[str, str]]] = []
+_RECORDERS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def recording_models() -> Iterator[list[dict[str, str]]]:
+    """Collect the provenance of every model an engine built inside this block runs.
+
+    Engines report through :func:`note_model` from any thread; the yielded list holds each
+    distinct ``{"model", "model_sha256", "precision"}`` once, so a command can put what its
+    results were computed with into its JSON.
+    """
+    seen: list[dict[str, str]] = []
+    with _RECORDERS_LOCK:
+        _RECORDERS.append(seen)
+    try:
+        yield seen
+    finally:
+        with _RECORDERS_LOCK:
+            _RECORDERS.remove(seen)
+
+
+def note_model(provenance: dict[str, str]) -> None:
+    """Report a model an engine runs to every active :func:`recording_models` block."""
+    with _RECORDERS_LOCK:
+        for seen in _RECORDERS:
+            if provenance not in seen:
+                seen.append(dict(provenance))

@@ -25,6 +25,7 @@ import numpy.typing as npt
 from latentchess.engines.base import Analysis, MoveScore
 from latentchess.errors import EngineError
 from latentchess.fastboard import tokenize_boards
+from latentchess.provenance import note_model
 from latentchess.search import (
     MAX_DEPTH,
     RootMove,
@@ -198,6 +199,7 @@ class LatentEngine:
         score = calibrated_draw_score(self._calibration) if draw_score is None else draw_score
         self.config = dataclasses.replace(config, draw_score=score)
         self.model = model
+        note_model(model.provenance())  # for the results of the command that built it
         self.name = name or f"latent-{config.mode}-d{config.depth}-w{config.width}"
         self.move_overhead_s = move_overhead_s
         self.searcher = Searcher(self.score_boards, self.config)

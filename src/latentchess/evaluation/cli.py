@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from latentchess.argtypes import positive_int
+from latentchess.provenance import recording_models
 
 __all__ = ["register"]
 
@@ -231,7 +232,8 @@ def _match(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )
     openings = _load_openings(args, (args.games + 1) // 2)
-    result = run_match(player1, player2, openings, config, pgn_path=args.pgn)
+    with recording_models() as models:
+        result = run_match(player1, player2, openings, config, pgn_path=args.pgn)
     print(result.summary())
     terminations: dict[str, int] = {}
     for game in result.games:
@@ -249,6 +251,7 @@ def _match(args: argparse.Namespace) -> int:
             "elo": {"diff": elo.elo, "lower": elo.lower, "upper": elo.upper},
             "games": [{k: v for k, v in g.__dict__.items() if k != "pgn"} for g in result.games],
             "pgn": args.pgn,
+            "models": models,
             "command": " ".join(sys.argv),
         },
     )
@@ -400,15 +403,16 @@ def _ladder(args: argparse.Namespace) -> int:
         adjudication=_adjudication(args),
         progress=not args.no_progress,
     )
-    result = run_ladder(
-        args.engine,
-        rungs,
-        play,
-        games_per_step=args.games_per_step,
-        games_per_rung=args.games_per_rung,
-        calibration_games=args.calibration_games,
-        log=lambda line: print(line, file=sys.stderr),
-    )
+    with recording_models() as models:
+        result = run_ladder(
+            args.engine,
+            rungs,
+            play,
+            games_per_step=args.games_per_step,
+            games_per_rung=args.games_per_rung,
+            calibration_games=args.calibration_games,
+            log=lambda line: print(line, file=sys.stderr),
+        )
     print(result.summary())
     print(result.fit.table())
     _write_json(
@@ -423,6 +427,7 @@ def _ladder(args: argparse.Namespace) -> int:
             "scores": result.scores,
             "fit": result.fit.to_dict(),
             "pgn": args.pgn,
+            "models": models,
             "command": " ".join(sys.argv),
         },
     )
@@ -485,15 +490,16 @@ def _puzzles_solve(args: argparse.Namespace) -> int:
         print(f"skipped: {problem}", file=sys.stderr)
     if args.max:
         puzzles = puzzles[: args.max]
-    report = run_puzzles(
-        lambda: create_engine(args.engine),
-        puzzles,
-        limit.fixed_limit(),
-        workers=args.workers,
-        progress=not args.no_progress,
-        engine_name=parse_engine_spec(args.engine).name,
-        limit_text=str(limit),
-    )
+    with recording_models() as models:
+        report = run_puzzles(
+            lambda: create_engine(args.engine),
+            puzzles,
+            limit.fixed_limit(),
+            workers=args.workers,
+            progress=not args.no_progress,
+            engine_name=parse_engine_spec(args.engine).name,
+            limit_text=str(limit),
+        )
     print(report.table(args.band_width, themes=args.themes))
     if args.plot:
         report.plot(args.plot, args.band_width)
@@ -501,7 +507,12 @@ def _puzzles_solve(args: argparse.Namespace) -> int:
     _write_json(
         args.json,
         report.to_dict(args.band_width)
-        | {"csv": args.csv, "skipped_rows": len(problems), "command": " ".join(sys.argv)},
+        | {
+            "csv": args.csv,
+            "skipped_rows": len(problems),
+            "models": models,
+            "command": " ".join(sys.argv),
+        },
     )
     return 0
 
@@ -564,15 +575,16 @@ def _epd(args: argparse.Namespace) -> int:
             print(f"skipped: {problem}", file=sys.stderr)
         skipped += len(problems)
         positions += found[: args.max] if args.max else found
-    report = run_epd(
-        lambda: create_engine(args.engine),
-        positions,
-        limit.fixed_limit(),
-        workers=args.workers,
-        progress=not args.no_progress,
-        engine_name=parse_engine_spec(args.engine).name,
-        limit_text=str(limit),
-    )
+    with recording_models() as models:
+        report = run_epd(
+            lambda: create_engine(args.engine),
+            positions,
+            limit.fixed_limit(),
+            workers=args.workers,
+            progress=not args.no_progress,
+            engine_name=parse_engine_spec(args.engine).name,
+            limit_text=str(limit),
+        )
     print(report.table())
     if skipped:
         print(f"({skipped} malformed line(s) skipped)")
@@ -582,6 +594,7 @@ def _epd(args: argparse.Namespace) -> int:
         | {
             "files": [str(f) for f in args.files],
             "skipped_lines": skipped,
+            "models": models,
             "command": " ".join(sys.argv),
         },
     )

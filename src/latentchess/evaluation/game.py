@@ -10,7 +10,9 @@ PGN headers: the Seven Tag Roster; ``TimeControl`` (``BASE+INC``, or ``-`` witho
 ``ECO``/``Opening``, ``FEN``/``SetUp`` for non-standard starts; ``Termination`` with the PGN
 standard's words (normal, adjudication, time forfeit, rules infraction, abandoned); and custom tags
 ``WhiteEngine``/``BlackEngine`` (spec), ``WhiteOptions``/``BlackOptions`` (engine options set),
-``WhiteLimit``/``BlackLimit`` (limit string), ``TerminationDetails`` (what happened), ``PlyCount``.
+``WhiteLimit``/``BlackLimit`` (limit string), ``TerminationDetails`` (what happened), ``PlyCount``;
+for engines that run a latentchess model, ``WhiteModelHash``/``BlackModelHash`` (the model's short
+content hash) and ``WhitePrecision``/``BlackPrecision`` (the precision ``auto`` resolved to).
 Moves carry ``[%emt]`` (seconds used) and, on a clock, ``[%clk]`` comments; book moves say "book".
 """
 
@@ -35,7 +37,14 @@ from latentchess.evaluation.openings import Opening
 if TYPE_CHECKING:
     from latentchess.evaluation.match import MatchConfig
 
-__all__ = ["Player", "Adjudication", "GameRecord", "play_game", "describe_engine"]
+__all__ = [
+    "Player",
+    "Adjudication",
+    "GameRecord",
+    "play_game",
+    "describe_engine",
+    "model_provenance",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -299,6 +308,12 @@ class _AdjudicationTracker:
         return None
 
 
+def model_provenance(engine: Engine) -> dict[str, str] | None:
+    """``{"model", "model_sha256", "precision"}`` of an engine running a latentchess model."""
+    provenance = getattr(getattr(engine, "model", None), "provenance", None)
+    return provenance() if callable(provenance) else None
+
+
 def describe_engine(engine: Engine) -> str:
     """The options an engine runs with, for PGN headers (``key=value`` pairs)."""
     options = getattr(engine, "configured_options", None)
@@ -344,3 +359,7 @@ def _write_headers(
         headers[f"{prefix}Engine"] = players[color].spec or players[color].name
         headers[f"{prefix}Options"] = describe_engine(engines[color])
         headers[f"{prefix}Limit"] = str(players[color].limit)
+        provenance = model_provenance(engines[color])
+        if provenance is not None:
+            headers[f"{prefix}ModelHash"] = provenance["model_sha256"]
+            headers[f"{prefix}Precision"] = provenance["precision"]

@@ -8,8 +8,11 @@ about one core busy). An engine that crashed, hung or cheated is restarted for t
 
 Each finished game is appended to the PGN at once, so an interrupted run keeps every finished game,
 and a later run with the same event, players and openings skips the rounds already in the file
-(resume); a file whose rounds disagree with this run's schedule is refused. How a single game is
-played, ended and recorded: :mod:`latentchess.evaluation.game`.
+(resume); a file whose rounds disagree with this run's schedule is refused, and so is a run whose
+engine runs another model (content hash) or precision than the games already in the file
+(``WhiteModelHash``/``WhitePrecision`` headers). Within a run, every engine instance of a player
+must run the same model at the same precision as its first one (``auto`` is measured per load). How
+a single game is played, ended and recorded: :mod:`latentchess.evaluation.game`.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from latentchess.evaluation.game import (
     GameRecord,
     Player,
     describe_engine,
+    model_provenance,
     play_game,
 )
 from latentchess.evaluation.openings import Opening
@@ -200,7 +204,8 @@ def run_match(
     if not openings:
         raise LatentChessError("no openings to play")
     schedule = {r: openings[((r - 1) // 2) % len(openings)] for r in range(1, config.games + 1)}
-    done = _resume(pgn_path, player1, player2, config, schedule) if pgn_path else {}
+    models: dict[str, tuple[str, str] | None] = {}
+    done = _resume(pgn_path, player1, player2, config, schedule, models) if pgn_path else {}
     result = MatchResult(
         player1=player1.name,
         player2=player2.name,
@@ -214,13 +219,19 @@ def run_match(
     if config.adjudication is not None:
         makers.append(config.adjudication.make)
     engines = _Engines(makers)
+    models_lock = threading.Lock()
+
+    def engine_for(slot: int, player: Player) -> Engine:
+        engine = engines.get(slot)
+        _check_model(engine, player.name, models, models_lock, pgn_path)
+        return engine
 
     def play_round(round_number: int) -> GameRecord:
         first_white = round_number % 2 == 1
         slots = (0, 1) if first_white else (1, 0)
         sides = (player1, player2) if first_white else (player2, player1)
-        white = (sides[0], engines.get(slots[0]))
-        black = (sides[1], engines.get(slots[1]))
+        white = (sides[0], engine_for(slots[0], sides[0]))
+        black = (sides[1], engine_for(slots[1], sides[1]))
         adjudicator = engines.get(2) if config.adjudication is not None else None
         record, crashed = play_game(
             round_number=round_number,
@@ -291,14 +302,47 @@ def _open_pgn(path: str | Path | None) -> io.TextIOWrapper | None:
     return handle  # type: ignore[return-value]
 
 
+def _check_model(
+    engine: Engine,
+    name: str,
+    models: dict[str, tuple[str, str] | None],
+    lock: threading.Lock,
+    pgn_path: str | Path | None,
+) -> None:
+    """Refuse an engine whose model or precision differs from its player's earlier games."""
+    provenance = model_provenance(engine)
+    got = None if provenance is None else (provenance["model_sha256"], provenance["precision"])
+    with lock:
+        want = models.setdefault(name, got)
+    if want == got:
+        return
+    where = f"the games already in {str(pgn_path)!r}" if pgn_path else "its first engine"
+    raise LatentChessError(
+        f"{name!r} now runs model {got[0] if got else None!r} at precision "
+        f"{got[1] if got else None!r}, but {where} used model {want[0] if want else None!r} at "
+        f"precision {want[1] if want else None!r}: mixing them would change what the score "
+        "measures; use the same model and an explicit precision (e.g. precision=fp32), or "
+        "another --event or PGN"
+    )
+
+
 def _resume(
     path: str | Path,
     player1: Player,
     player2: Player,
     config: MatchConfig,
     schedule: dict[int, Opening],
+    models: dict[str, tuple[str, str] | None],
 ) -> dict[int, GameRecord]:
-    """Finished rounds of this match already in ``path``."""
+    """Finished rounds of this match already in ``path``; fills ``models`` from their headers.
+
+    ``models`` maps a player to the ``(model hash, precision)`` its games were played with, for
+    players whose games carry ``ModelHash`` headers.
+
+    Raises:
+        DataFormatError: a game disagrees with this run's schedule or limits, or one player's games
+            were played with different models or precisions.
+    """
     path = Path(path)
     if not path.exists():
         return {}
@@ -342,6 +386,17 @@ def _resume(
                         f"round {number} in the file was played with {side} ({h[side]}) at "
                         f"limit {recorded!r}, this run gives it {limits[h[side]]!r}: resume with "
                         "the same limits (or use another --event or PGN)",
+                        path=path,
+                    )
+            for side in ("White", "Black"):
+                recorded = (h.get(f"{side}ModelHash"), h.get(f"{side}Precision"))
+                if recorded[0] is None or recorded[1] is None:
+                    continue  # not a latentchess model, or a file from before these headers
+                known = models.setdefault(h[side], recorded)  # type: ignore[arg-type]
+                if known != recorded:
+                    raise DataFormatError(
+                        f"{h[side]}'s games in the file were played with different models or "
+                        f"precisions ({known!r} and, in round {number}, {recorded!r})",
                         path=path,
                     )
             done[number] = GameRecord(

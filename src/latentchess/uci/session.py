@@ -147,6 +147,7 @@ class UciSession:
         self._seconds_per_position = 0.0  # measured at warm-up
         self._loader: threading.Thread | None = None
         self._search: _Search | None = None
+        self._announced: tuple[str, str] | None = None  # the load last reported by info string
 
     # -- output ------------------------------------------------------------------------------
 
@@ -208,6 +209,7 @@ class UciSession:
             self._loader.join()
         if self._loaded != self._wanted():  # changed while loading
             self._load()
+        self._announce()
         if self.model is None:
             return None
         import torch
@@ -223,6 +225,21 @@ class UciSession:
             self._engine_config = config
         self.engine.move_overhead_s = self.options.move_overhead_ms / 1000.0
         return self.engine
+
+    def _announce(self) -> None:
+        """Once per load: which model (content hash) at which precision, or loudly why none."""
+        if self._loaded is None or self._announced == self._loaded:
+            return
+        self._announced = self._loaded
+        if self.model is None:
+            self.info(
+                f"ERROR: NO MODEL LOADED: {self.model_error or 'no model'}; set the Model option "
+                "to a model directory (or $LATENTCHESS_MODEL); until then every move is a "
+                "fallback without search"
+            )
+            return
+        p = self.model.provenance()
+        self.info(f"model {p['model']} sha256 {p['model_sha256']} precision {p['precision']}")
 
     # -- commands ----------------------------------------------------------------------------
 
@@ -288,6 +305,8 @@ class UciSession:
         ):
             self.write(line)
         self.start_loading()
+        if self._loader is not None and not self._loader.is_alive():
+            self._announce()  # loaded (or failed) already: say so now, e.g. a missing model
 
     def _setoption(self, command: SetOption) -> None:
         name, value = command.name.strip().lower(), (command.value or "").strip()
