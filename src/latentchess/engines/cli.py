@@ -87,9 +87,10 @@ def _search_arguments(parser: argparse.ArgumentParser, *, limits: bool = True) -
     )
     parser.add_argument(
         "--precision",
-        choices=("auto", "fp32", "bf16"),
+        choices=("auto", "fp32", "int8", "bf16"),
         default="auto",
-        help="model precision (default: %(default)s)",
+        help="model precision (default: %(default)s: measured per machine, or "
+        "$LATENTCHESS_PRECISION)",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
     if limits:
