@@ -2,12 +2,13 @@
 
 Before (``--before``, default the commit this change started from), ``LatentModel`` with the
 default ``threads=None`` switched PyTorch to one thread for calls of at most 64 positions and back
-to the process-wide setting for larger ones, on every call; after, the thread count is whatever it
-was when the model was built and no call changes it. This script loads the shipped default model
-at each precision in a fresh process per code version (the two versions alternate, twice), and
-times ``score_tokens`` on batches of 1 to 1024 positions with PyTorch's default (process-wide)
-thread count, as a library user gets it. Each process also times a float32 GEMM at its start and
-end (the machine's yardstick; the CPU is shared, so compare ratios within a row).
+to the process-wide setting (all cores) for larger ones, on every call; after, the model sets the
+thread count once when it is built (one thread for ``threads=None``) and no call changes it. This
+script loads the shipped default model at each precision in a fresh process per code version (the
+two versions alternate, ``--rounds`` times), and times ``score_tokens`` on batches of 1 to 1024
+positions with the defaults a library user gets (``load_model(path, precision=...)``, PyTorch's
+default thread count at start). Each process also times a float32 GEMM at its start and end (the
+machine's yardstick; the CPU is shared, so compare ratios within a row).
 
 Usage::
 
@@ -117,7 +118,8 @@ def report(doc: dict[str, Any]) -> str:
         "",
         f"Command: `{doc['command']}`",
         "",
-        f"Machine: {doc['machine']}; torch default threads {doc['threads']}; load average "
+        f"Machine: {doc['machine']}; torch default threads {doc['threads']} (after loading: "
+        f"{doc['threads_after']}); load average "
         f"{doc['load_start']} before, {doc['load_end']} after (shared machine: compare within a "
         "row). Model: the shipped default (micro). Rates are positions/s, best call of each "
         f"size over two alternating runs per version; before = `{doc['before']}`.",
@@ -169,12 +171,14 @@ def main() -> None:
     best: dict[str, dict[str, dict[str, float]]] = {"before": {}, "after": {}}
     gemm: list[tuple[str, dict[str, float]]] = []
     threads = None
+    threads_after: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         sources = {"before": export(args.before, Path(tmp)), "after": REPO / "src"}
         for round_number in range(args.rounds):
             for version in ("before", "after"):
                 got = run_version(sources[version], precisions, args.seconds)
                 threads = got["threads"]
+                threads_after[version] = got["threads_after"]
                 assert got["module"].startswith(str(sources[version])), got["module"]
                 gemm.append((version, {k: got[k] for k in ("gemm_start", "gemm_end")}))
                 for precision, rates in got["rates"].items():
@@ -189,6 +193,7 @@ def main() -> None:
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"torch {torch.__version__}, native bf16 {_native_bf16()}",
         "threads": threads,
+        "threads_after": threads_after,
         "load_start": load_start,
         "load_end": [round(x, 2) for x in os.getloadavg()],
         "before": args.before,

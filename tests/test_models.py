@@ -409,10 +409,10 @@ def test_threads_and_mode_are_set_once_per_model(
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        pinned = LatentModel.from_encoder(_encoder(), axis, precision="fp32", threads=1)
-        assert torch.get_num_threads() == 1  # set once, at construction
-        torch.set_num_threads(2)
         model = LatentModel.from_encoder(_encoder(), axis, precision="fp32")
+        assert model.threads == 1 and torch.get_num_threads() == 1  # the default, set once
+        pinned = LatentModel.from_encoder(_encoder(), axis, precision="fp32", threads=2)
+        assert torch.get_num_threads() == 2  # set once, at construction
         calls: list[object] = []
         monkeypatch.setattr(torch, "set_num_threads", lambda n: calls.append(("threads", n)))
         original_train = torch.nn.Module.train

@@ -250,6 +250,7 @@ class LatentEngine:
                 model,
                 device=options.get("device"),
                 precision=str(options.get("precision", "auto")),
+                threads=threads or None,
             )
         overhead = _coerce(
             "move_overhead", options.get("move_overhead", DEFAULT_MOVE_OVERHEAD_S), float

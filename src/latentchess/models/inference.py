@@ -26,12 +26,17 @@ Precision (see ``benchmarks/results/inference.md`` for the measurements behind t
 The resolved precision and the model's content hash (:attr:`LatentModel.content_hash`) are written
 into every PGN header and JSON result, because ``"auto"`` may resolve differently per machine.
 
-Threads and mode are set once per model, never per call: ``threads=n`` sets PyTorch's (process-wide)
-intra-op thread count once, when the model is built; ``threads=None`` leaves the process setting
-alone. The encoder a model runs is in eval mode for good; a float32 encoder shared with a training
-loop is run through a structural copy that shares its parameters, so the trainer's module keeps
-its own train/eval mode. The ``"int8"`` session's thread count is fixed when it is built:
-``threads`` or 1.
+Threads and mode are set once per model, never per call (measured in
+``benchmarks/results/batch_throughput.md``). PyTorch's intra-op thread count is process-wide, so
+toggling it per call raced with engines running in parallel, and switching from one thread (small
+calls) to all cores (calls above 64 positions) made throughput fall off a cliff above 64 positions
+on a busy machine. Now a CPU model sets it once, when it is built: ``threads=n``, or one thread for
+``threads=None`` (on a 2-core machine with any other busy process, two threads were 4-40x slower
+than one for the search-sized batches of 1-64 positions; pass ``threads`` for bulk embedding on an
+idle machine). The ``"int8"`` session's thread count is the same number, fixed when it is built. The
+encoder a model runs is in eval mode for good; a float32 encoder shared with a training loop is run
+through a structural copy that shares its parameters, so the trainer's module keeps its own
+train/eval mode.
 """
 
 from __future__ import annotations
@@ -144,8 +149,8 @@ class LatentModel:
         device: where the encoder runs.
         precision: resolved precision: ``"fp32"``, ``"bf16"``, ``"fp16"`` (CUDA) or ``"int8"``
             (CPU, ONNX Runtime; the session is built from the encoder's weights at construction).
-        threads: the PyTorch thread count set once when the model was built, or ``None`` (the
-            process-wide setting was left alone).
+        threads: the PyTorch (process-wide) thread count set once when the model was built (1
+            unless given; ``None`` on CUDA).
         path: the model directory it was loaded from, or ``None`` when built in memory.
         precision_check: why ``"auto"`` chose what it chose when it measured the candidates.
     """
@@ -179,8 +184,10 @@ class LatentModel:
         self.precision: str = resolve_precision(precision, self.device)
         if threads is not None and (not isinstance(threads, int) or threads <= 0):
             raise ValueError(f"threads must be a positive int or None, got {threads!r}")
+        if threads is None and self.device.type == "cpu":
+            threads = 1
         self.threads = threads
-        if threads is not None and self.device.type == "cpu" and torch.get_num_threads() != threads:
+        if threads is not None and torch.get_num_threads() != threads:
             torch.set_num_threads(threads)  # once, here: never toggled per call
         self.path = path
         self._content_hash = content_hash

@@ -259,9 +259,8 @@ def load_model(
         device: where to run (default CPU).
         precision: ``"auto"``, ``"fp32"``, ``"bf16"`` or (CUDA) ``"fp16"``; see
             :mod:`latentchess.models.inference` for what ``"auto"`` picks and why.
-        threads: PyTorch threads for every inference call; ``None``: one thread for small
-            calls (search-sized), the process-wide setting for large ones (see
-            :mod:`latentchess.models.inference`).
+        threads: PyTorch's (process-wide) CPU thread count, set once here; ``None``: one thread
+            (see :mod:`latentchess.models.inference`).
 
     Raises:
         ModelFileError: see :func:`read_model_config`; also a missing, truncated or corrupt weights
