@@ -92,7 +92,8 @@ def run_demo(
     card = latent_model.metadata
     print(
         f"model: {latent_model.path} ({latent_model.config.name}, "
-        f"{latent_model.encoder.num_parameters():,} parameters, {latent_model.precision})"
+        f"{latent_model.encoder.num_parameters():,} parameters, {latent_model.precision}, "
+        f"sha256 {latent_model.content_hash})"
     )
     metrics = card.get("metrics", {})
     if metrics:
@@ -133,6 +134,8 @@ def run_demo(
                 "Date": datetime.date.today().strftime("%Y.%m.%d"),
                 "White": engine.name,
                 "Black": opponent,
+                "WhiteModelHash": latent_model.content_hash,
+                "WhitePrecision": latent_model.precision,
             }
         )
         node: chess.pgn.GameNode = game
