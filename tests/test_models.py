@@ -422,11 +422,10 @@ def test_threads_and_mode_are_set_once_per_model(
             return original_train(module, mode)
 
         monkeypatch.setattr(torch.nn.Module, "train", train)
-        tokens = tokenize_batch(_positions(80))
+        tokens = tokenize_batch(_positions(66))  # small calls and one above the old 64 switch
         for m in (pinned, model):
             m.embed_tokens(tokens[:5])
-            m.embed_tokens(tokens)
-            m.embed_tokens(tokens, batch_size=8)
+            m.embed_tokens(tokens, batch_size=33)
         assert calls == [] and torch.get_num_threads() == 2
     finally:
         monkeypatch.undo()
