@@ -538,8 +538,10 @@ def test_auto_precision_on_cpu_keeps_ranking_fidelity(
 ) -> None:
     """Whatever ``auto`` picks on this CPU ranks sibling moves like fp32 (same verdict anywhere)."""
     from latentchess.models import autoprecision as ap
+    from latentchess.models import inference
 
     monkeypatch.delenv(PRECISION_ENV, raising=False)
+    monkeypatch.setattr(inference, "_AUTO_DECISIONS", {})
     auto = load_model(model_dir)
     reference = load_model(model_dir, precision="fp32")
     assert reference.precision_check is None  # an explicit precision is never second-guessed
@@ -550,7 +552,10 @@ def test_auto_precision_on_cpu_keeps_ranking_fidelity(
         reference.embed_tokens(tokens), auto.embed_tokens(tokens), auto._unit_axis, groups, white
     )
     assert fidelity.passed, fidelity
+    again = load_model(model_dir)  # e.g. another match worker: the same decision, not re-measured
+    assert again.precision == auto.precision and "earlier load" in again.precision_check
     # An impossible ranking bar: every reduced precision fails it, so auto stays fp32.
+    monkeypatch.setattr(inference, "_AUTO_DECISIONS", {})
     monkeypatch.setattr(ap, "MIN_TOP1_AGREEMENT", 1.01)
     strict = load_model(model_dir)
     assert strict.precision == "fp32", strict.precision_check

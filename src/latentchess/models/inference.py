@@ -20,8 +20,9 @@ Precision (see ``benchmarks/results/inference.md`` for the measurements behind t
   numbers on every machine); else CUDA -> ``"bf16"`` (``"fp16"`` where bfloat16 is unsupported);
   CPU, for a model loaded from disk -> the fastest of ``"fp32"``, ``"int8"`` and (on CPUs with
   native bfloat16 only) ``"bf16"`` that passes the move-ranking fidelity check of
-  :mod:`latentchess.models.autoprecision` (measured at load, reported in
-  :attr:`LatentModel.precision_check`); CPU, for an in-memory model -> ``"fp32"``.
+  :mod:`latentchess.models.autoprecision` (measured at the first load of a model in a process and
+  reused by later loads, reported in :attr:`LatentModel.precision_check`); CPU, for an in-memory
+  model -> ``"fp32"``.
 
 The resolved precision and the model's content hash (:attr:`LatentModel.content_hash`) are written
 into every PGN header and JSON result, because ``"auto"`` may resolve differently per machine.
@@ -198,7 +199,7 @@ class LatentModel:
         """Why ``"auto"`` chose what it chose, when it measured the candidates."""
         auto_cpu = precision == "auto" and auto_override() is None and self.device.type == "cpu"
         if auto_cpu and path is not None:
-            self._auto_cpu()
+            self._auto_cpu_once()
 
     @classmethod
     def from_encoder(
@@ -293,6 +294,27 @@ class LatentModel:
                     return onnx_session(file, threads=self.threads or 1)
             finally:
                 quantization_logger.setLevel(level)
+
+    def _auto_cpu_once(self) -> None:
+        """:meth:`_auto_cpu`, measured once per model (content hash) and threads per process.
+
+        Engines of one match are built per worker thread; measuring each would let a busy
+        machine give them different precisions, so later loads reuse the first decision.
+        """
+        key = (self.content_hash, self.threads)
+        with _AUTO_LOCK:
+            decided = _AUTO_DECISIONS.get(key)
+            if decided is None:
+                self._auto_cpu()
+                _AUTO_DECISIONS[key] = (self.precision, self.precision_check or "")
+                return
+        precision, check = decided
+        if precision == "int8":
+            self._session = self._int8_session()
+        elif precision == "bf16":
+            self.encoder = self._eval_encoder(self._source, "bf16")
+        self.precision = precision
+        self.precision_check = f"{check} (measured by an earlier load in this process)"
 
     def _auto_cpu(self) -> None:
         """``"auto"`` on CPU: measure int8 (then bf16 on native-bf16 CPUs) against float32.
@@ -480,6 +502,9 @@ def _module_device(module: torch.nn.Module) -> torch.device:
 
 
 _EXPORT_LOCK = threading.Lock()
+_AUTO_LOCK = threading.Lock()
+_AUTO_DECISIONS: dict[tuple[str, int | None], tuple[str, str]] = {}
+"""``"auto"`` decisions of this process by (model content hash, threads)."""
 
 HASH_LENGTH = 12
 """Hex digits of a model's short content hash."""
