@@ -12,10 +12,11 @@ set, it
 * is measurably faster: at least :data:`MIN_SPEEDUP` times float32's throughput on a search-sized
   batch of :data:`SPEED_BATCH` of those children (best of a few timed repetitions).
 
-``int8`` is tried before ``bf16`` and wins ties; ``bf16`` is tried only on CPUs with native
-bfloat16 matrix units (elsewhere PyTorch emulates it, 5-10x slower than float32). The fidelity part
-is a pure function (:func:`ranking_fidelity`) so it can be tested on any CPU; the speed part is a
-measurement of this machine, which is why the chosen precision is recorded with every result.
+``int8`` is tried before ``bf16`` and wins unless ``bf16`` is :data:`MIN_SPEEDUP` times faster;
+``bf16`` is tried only on CPUs with native bfloat16 matrix units (elsewhere PyTorch emulates it,
+5-10x slower than float32). The fidelity part is a pure function (:func:`ranking_fidelity`) so it
+can be tested on any CPU; the speed part is a measurement of this machine, which is why the chosen
+precision is recorded with every result.
 """
 
 from __future__ import annotations

@@ -321,7 +321,7 @@ class LatentModel:
 
         A candidate must pass :func:`~latentchess.models.autoprecision.ranking_fidelity` and be
         at least :data:`~latentchess.models.autoprecision.MIN_SPEEDUP` times as fast as float32;
-        the fastest such candidate wins (int8 on ties, as it is tried first).
+        int8 is tried first, and bf16 replaces it only when that much faster again.
         """
         from latentchess.models import autoprecision as ap
 
@@ -359,7 +359,9 @@ class LatentModel:
             ratio = speed[candidate] / speed["fp32"]
             verdict = "passes" if fidelity.passed else "fails"
             notes.append(f"{candidate} {verdict} fidelity ({fidelity}), {ratio:.2f}x fp32 speed")
-            best = speed[chosen[0]] if chosen else speed["fp32"] * ap.MIN_SPEEDUP
+            # A later candidate must beat the earlier choice (or fp32) by MIN_SPEEDUP: int8,
+            # tried first, wins ties with bf16.
+            best = (speed[chosen[0]] if chosen else speed["fp32"]) * ap.MIN_SPEEDUP
             if fidelity.passed and speed[candidate] > best:
                 chosen = (candidate, self._session, self.encoder)
             self._session, self.encoder = None, fp32_encoder
