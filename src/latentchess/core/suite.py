@@ -8,9 +8,11 @@ Published depth -> node count; perft is bulk counted at depth 1.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["PerftCase", "PERFT_SUITE", "cases_up_to"]
+__all__ = ["PerftCase", "PerftOutcome", "PERFT_SUITE", "cases_up_to", "run_suite"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,3 +99,49 @@ def cases_up_to(max_nodes: int) -> list[tuple[PerftCase, int, int]]:
         for depth, nodes in sorted(case.nodes.items())
         if nodes <= max_nodes
     ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerftOutcome:
+    """One suite count as run: the published and the computed nodes and the time taken."""
+
+    name: str
+    fen: str
+    depth: int
+    expected: int
+    nodes: int
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        """Whether the computed count equals the published one."""
+        return self.nodes == self.expected
+
+
+def run_suite(
+    max_nodes: int, on_result: Callable[[PerftOutcome], None] | None = None
+) -> list[PerftOutcome]:
+    """Run every published count of at most ``max_nodes`` nodes on the native core.
+
+    Args:
+        max_nodes: the largest count to run (119,060,324 includes start-position depth 6).
+        on_result: called after each count (progress printing).
+    """
+    from latentchess.core import Board
+
+    outcomes = []
+    for case, depth, expected in cases_up_to(max_nodes):
+        began = time.perf_counter()
+        nodes = Board(case.fen).perft(depth)
+        outcome = PerftOutcome(
+            name=case.name,
+            fen=case.fen,
+            depth=depth,
+            expected=expected,
+            nodes=nodes,
+            seconds=time.perf_counter() - began,
+        )
+        outcomes.append(outcome)
+        if on_result is not None:
+            on_result(outcome)
+    return outcomes
