@@ -23,7 +23,10 @@ from latentchess.encoding import tokenize, tokenize_batch
 from latentchess.errors import InvalidFenError
 from latentchess.fastboard import tokenize_boards
 
-SHARED_CSV = Path(__file__).resolve().parents[2] / "shared/data/sf15-d9-eco-selfplay.csv.gz"
+# The shared data lives beside the checkout (<parent>/shared/), or beside a worktree's parent.
+_CSV_NAME = "shared/data/sf15-d9-eco-selfplay.csv.gz"
+_CANDIDATES = [Path(__file__).resolve().parents[i] / _CSV_NAME for i in (2, 3)]
+SHARED_CSV = next((path for path in _CANDIDATES if path.exists()), _CANDIDATES[0])
 HEADER = Path(__file__).resolve().parents[1] / "src/latentchess/core/cpp/zobrist_keys.h"
 
 SPECIAL = [
