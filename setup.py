@@ -77,8 +77,8 @@ class BuildNative(build_ext):
         if shutil.which(compiler[0]) is None:
             raise SystemExit(
                 f"latentchess: no C++ compiler found (looked for {compiler[0]!r}). The native core "
-                "needs g++ with C++17: install it (Debian/Ubuntu: 'apt-get install g++') or set "
-                "CXX, then run the install again."
+                "needs g++ with C++17: install it (Debian/Ubuntu: 'apt-get install g++') or point "
+                "CC and CXX at one, then run the install again."
             )
         super().build_extensions()
 
