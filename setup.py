@@ -35,7 +35,15 @@ def _build_flags():  # type: ignore[no-untyped-def]
 
 
 class BuildNative(build_ext):
-    """build_ext that says clearly when there is no C++ compiler."""
+    """build_ext that always recompiles and says clearly when there is no C++ compiler.
+
+    Always: setuptools would otherwise reuse a build/ output whose flags (LATENTCHESS_CPU...) or
+    headers differ, e.g. put a -march=native library into a portable wheel.
+    """
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        self.force = True
 
     def build_extensions(self) -> None:
         compiler = getattr(self.compiler, "compiler_so", None) or ["c++"]

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Compile the native core (latentchess.core._native) in place for the editable install in .venv.
 # Build switches (LATENTCHESS_CPU, LATENTCHESS_WERROR, LATENTCHESS_SANITIZE, LATENTCHESS_DEBUG)
-# are documented in setup.py and README "Native core". --force: distutils would reuse objects
-# whose header or flags changed.
+# are documented in README "Native core" (setup.py always recompiles everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v "${CXX:-g++}" >/dev/null 2>&1 && ! command -v c++ >/dev/null 2>&1; then
@@ -15,5 +14,5 @@ fi
 echo "setup: compiling the native core (latentchess.core._native)"
 start=$(date +%s)
 rm -f src/latentchess/core/_native*.so
-.venv/bin/python setup.py -q build_ext --inplace --force --build-temp build/native
+.venv/bin/python setup.py -q build_ext --inplace --build-temp build/native
 echo "setup: native core built in $(( $(date +%s) - start )) s"
