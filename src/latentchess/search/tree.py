@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import chess
 import numpy as np
 
+from latentchess.core import Board as NativeBoard
 from latentchess.fastboard import zobrist_hashes
 from latentchess.search.base import MATE_VALUE, RootMove, SearchResult
 from latentchess.search.cache import DRAWN, MATED, NORMAL
@@ -29,16 +30,52 @@ class AbortedError(Exception):
 
 
 class _Child:
-    """A generated child position: the move, the board after it, its hash and value."""
+    """A generated child position: the move, the board after it, its hash and value.
 
-    __slots__ = ("board", "key", "move", "terminal", "value")
+    The python-chess board is built on first use (``board``): with native expansion most
+    children (cached, terminal, cut off) never need one.
+    """
 
-    def __init__(self, move: chess.Move, board: chess.Board) -> None:
+    __slots__ = ("_board", "clock", "key", "move", "parent", "terminal", "value")
+
+    def __init__(self, move: chess.Move, parent: chess.Board) -> None:
         self.move = move
-        self.board = board
+        self.parent = parent
+        self._board: chess.Board | None = None
         self.key = 0
+        self.clock = 0
         self.value = 0.0
         self.terminal = False
+
+    @property
+    def board(self) -> chess.Board:
+        if self._board is None:
+            self._board = self.parent.copy(stack=False)
+            self._board.push(self.move)
+        return self._board
+
+
+# Node expansion on the native core (latentchess.core): the same children, keys and terminal
+# status as python-chess gives (benchmarks/movegen_check.py), ~30x cheaper per child. False runs
+# the python-chess expansion (kept for benchmarks/bench_expand_search.py and the equality test).
+NATIVE_EXPANSION = True
+
+
+def _native_facts(board: chess.Board) -> dict[chess.Move, tuple[int, int, int]]:
+    """``move -> (key, status, halfmove clock)`` of each child of ``board``, from the core."""
+    expansion = NativeBoard(board.fen()).expand(with_tokens=False)
+    return dict(
+        zip(
+            expansion.moves,
+            zip(
+                expansion.keys.tolist(),
+                expansion.status.tolist(),
+                expansion.halfmove.tolist(),
+                strict=True,
+            ),
+            strict=True,
+        )
+    )
 
 
 class Run:
@@ -106,18 +143,25 @@ class Run:
         """
         families: list[list[_Child]] = []
         flat: list[_Child] = []
+        native: list[int] = []  # per child: status from the core, or -1 (compute it here)
         for board, _, _ in parents:
-            children = []
-            for move in board.legal_moves:
-                child = board.copy(stack=False)
-                child.push(move)
-                children.append(_Child(move, child))
+            # python-chess's move order either way (ties among equal values keep it).
+            children = [_Child(move, board) for move in board.legal_moves]
+            if NATIVE_EXPANSION:
+                facts = _native_facts(board)
+                for child in children:
+                    child.key, status, child.clock = facts[child.move]
+                    native.append(status)
             families.append(children)
             flat.extend(children)
         missing: dict[int, list[_Child]] = {}
         if not flat:
             return families, missing
-        keys = zobrist_hashes([c.board for c in flat])
+        if not NATIVE_EXPANSION:
+            keys = zobrist_hashes([c.board for c in flat]).tolist()
+            for child, key in zip(flat, keys, strict=True):
+                child.key, child.clock = key, child.board.halfmove_clock
+            native = [-1] * len(flat)
         cache = self.searcher.cache
         draw = self.config.draw_score
         start = 0
@@ -126,11 +170,10 @@ class Run:
             if board.turn == chess.BLACK:
                 mate_value = -mate_value
             for index, child in enumerate(children, start):
-                key = int(keys[index])
-                child.key = key
+                key = child.key
                 entry = cache.get(key)
                 if entry is None:
-                    status = _status(child.board)
+                    status = native[index] if native[index] >= 0 else _status(child.board)
                     if status != NORMAL:
                         cache.put(key, 0.0, status)
                 else:
@@ -138,7 +181,7 @@ class Run:
                     child.value, status = entry
                 if status == MATED:
                     child.value, child.terminal = mate_value, True
-                elif status == DRAWN or _is_draw(child.board, key, self.history, path):
+                elif status == DRAWN or _is_draw(child.clock, key, self.history, path):
                     child.value, child.terminal = draw, True
                 elif entry is None:
                     missing.setdefault(key, []).append(child)
@@ -421,9 +464,8 @@ def _status(board: chess.Board) -> int:
     return NORMAL
 
 
-def _is_draw(board: chess.Board, key: int, history: dict[int, int], path: tuple[int, ...]) -> bool:
-    """History-dependent draws: the 50-move rule and threefold repetition."""
-    clock = board.halfmove_clock
+def _is_draw(clock: int, key: int, history: dict[int, int], path: tuple[int, ...]) -> bool:
+    """History-dependent draws (``clock``: halfmove clock): 50-move rule, threefold repetition."""
     if clock >= 100:
         return True
     if clock < 4:  # a repetition needs at least four reversible plies
