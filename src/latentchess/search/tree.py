@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import chess
 import numpy as np
 
-from latentchess.fastboard import zobrist_hashes
+from latentchess.fastboard import cache_keys, zobrist_hashes
 from latentchess.search.base import MATE_VALUE, RootMove, SearchResult
 from latentchess.search.cache import DRAWN, MATED, NORMAL
 
@@ -29,14 +29,19 @@ class AbortedError(Exception):
 
 
 class _Child:
-    """A generated child position: the move, the board after it, its hash and value."""
+    """A generated child position: the move, the board after it, its hashes and value.
 
-    __slots__ = ("board", "key", "move", "terminal", "value")
+    ``key`` is the Polyglot Zobrist hash (repetitions, move hints); ``cache_key`` adds the clocks,
+    which the model reads, and keys the score cache.
+    """
+
+    __slots__ = ("board", "cache_key", "key", "move", "terminal", "value")
 
     def __init__(self, move: chess.Move, board: chess.Board) -> None:
         self.move = move
         self.board = board
         self.key = 0
+        self.cache_key = 0
         self.value = 0.0
         self.terminal = False
 
@@ -102,7 +107,7 @@ class Run:
         """Children of each parent, valued from the cache or as terminals where possible.
 
         Returns:
-            The children per parent, and the children still to score grouped by hash.
+            The children per parent, and the children still to score grouped by cache key.
         """
         families: list[list[_Child]] = []
         flat: list[_Child] = []
@@ -117,7 +122,9 @@ class Run:
         missing: dict[int, list[_Child]] = {}
         if not flat:
             return families, missing
-        keys = zobrist_hashes([c.board for c in flat])
+        child_boards = [c.board for c in flat]
+        keys = zobrist_hashes(child_boards)
+        score_keys = cache_keys(child_boards, keys)
         cache = self.searcher.cache
         draw = self.config.draw_score
         start = 0
@@ -128,11 +135,12 @@ class Run:
             for index, child in enumerate(children, start):
                 key = int(keys[index])
                 child.key = key
-                entry = cache.get(key)
+                child.cache_key = score_key = int(score_keys[index])
+                entry = cache.get(score_key)
                 if entry is None:
                     status = _status(child.board)
                     if status != NORMAL:
-                        cache.put(key, 0.0, status)
+                        cache.put(score_key, 0.0, status)
                 else:
                     self.cache_hits += 1
                     child.value, status = entry
@@ -141,7 +149,7 @@ class Run:
                 elif status == DRAWN or _is_draw(child.board, key, self.history, path):
                     child.value, child.terminal = draw, True
                 elif entry is None:
-                    missing.setdefault(key, []).append(child)
+                    missing.setdefault(score_key, []).append(child)
             start += len(children)
         return families, missing
 
@@ -244,7 +252,7 @@ class Run:
         children = families[0]
         white = board.turn == chess.WHITE
         pick = max if white else min
-        valued = [c for c in children if c.key not in missing]
+        valued = [c for c in children if c.cache_key not in missing]
         if missing:
             pending = sorted(missing.items(), key=lambda item: _refutation_order(board, item[1][0]))
             chunk = self.config.leaf_chunk
