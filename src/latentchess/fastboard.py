@@ -155,10 +155,11 @@ def cache_keys(
     if hashes is None:
         hashes = zobrist_hashes(boards)
     n = len(boards)
-    halfmove = np.fromiter((b.halfmove_clock for b in boards), dtype=np.int64, count=n)
-    fullmove = np.fromiter((b.fullmove_number for b in boards), dtype=np.int64, count=n)
-    halfmove = np.clip(halfmove, 0, 999)
-    fullmove = np.clip(fullmove, 1, 999)
+    # Clamped in Python: a FEN may carry clocks beyond any fixed-width integer.
+    halfmove = np.fromiter((min(b.halfmove_clock, 999) for b in boards), dtype=np.int64, count=n)
+    fullmove = np.fromiter(
+        (min(max(b.fullmove_number, 1), 999) for b in boards), dtype=np.int64, count=n
+    )
     return hashes ^ _CLOCK_KEYS[0, halfmove] ^ _CLOCK_KEYS[1, fullmove]
 
 

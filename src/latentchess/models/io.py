@@ -245,6 +245,7 @@ def load_model(
     path = default_model_path() if path is None else Path(path)
     document = read_model_config(path)
     config = EncoderConfig.from_dict(document["encoder"])
+    _check_weights_size(path / WEIGHTS_FILE, config)
     encoder = Encoder(config)
     encoder.load_state_dict(_read_weights(path / WEIGHTS_FILE, encoder))
     metadata = {k: v for k, v in document.items() if k not in _RESERVED}
@@ -266,6 +267,25 @@ def _encoder_config(data: object, file: Path) -> EncoderConfig:
         return EncoderConfig.from_dict(data)
     except (TypeError, ValueError) as error:
         raise ModelFileError(f"{str(file)!r}: bad encoder config {data!r}: {error}") from error
+
+
+def _check_weights_size(file: Path, config: EncoderConfig) -> None:
+    """Refuse a config that needs more weights than the file holds, before building the model.
+
+    A config.json with absurd sizes would otherwise allocate (and initialise) gigabytes before
+    the shapes are compared. The count is a lower bound (embedding, attention and MLP matrices,
+    projection) against at least one byte a weight.
+    """
+    if not file.is_file():
+        return  # _read_weights says so
+    h = config.hidden
+    needed = config.vocab_size * h + config.layers * (4 * h * h + 2 * h * config.mlp)
+    needed += config.dim * h
+    if needed > file.stat().st_size:
+        raise ModelFileError(
+            f"{str(file)!r} holds {file.stat().st_size} bytes, too few for the {needed} weights "
+            f"of its config {config.to_dict()!r} (weights from another model size?)"
+        )
 
 
 def _read_weights(file: Path, encoder: Encoder) -> dict[str, torch.Tensor]:
