@@ -168,3 +168,11 @@ def test_regression_model_config_with_absurd_sizes(
         huge = json.loads(json.dumps(config))
         huge["encoder"].update(hidden=hidden, mlp=hidden)
         model_dir_target(json.dumps(huge), weights, scratch / "huge-model")
+
+
+def test_regression_pgn_game_with_a_bad_fen_header(scratch: Path) -> None:
+    """Found by test_fuzz_pgn (soak): read_positions called game.board() before looking at
+    game.errors, so a game whose FEN header does not parse raised ValueError."""
+    bad = PGN_GAME.replace("4k3/P7/8/8/8/8/8/4K3", "43/P7/8/8/8/8/8/4K3")
+    path = scratch / "bad-fen-header.pgn"
+    pgn_target(bad.encode(), path)
