@@ -541,7 +541,12 @@ def model_configs(draw: st.DrawFn, base: dict) -> str:
     choice = draw(st.integers(0, 5))
     if choice == 0:
         return draw(st.one_of(st.text(max_size=40), json_values().map(json.dumps)))
-    for _ in range(draw(st.integers(1, 3))):
+    if draw(st.booleans()):  # a calibration, as training stores it, maybe broken
+        calibration = {"kind": "logistic", "slope": 6.9, "intercept": 0.02, "positions": 10}
+        for key in draw(st.lists(st.sampled_from(sorted(calibration)), max_size=2)):
+            calibration[key] = draw(st.one_of(json_values(), st.floats()))
+        document["calibration"] = calibration
+    for _ in range(draw(st.integers(0, 3))):
         section = document
         if draw(st.booleans()) and isinstance(document.get("encoder"), dict):
             section = document["encoder"]
@@ -564,8 +569,8 @@ def model_configs(draw: st.DrawFn, base: dict) -> str:
 @st.composite
 def weight_files(draw: st.DrawFn, base: bytes) -> bytes:
     """A ``model.safetensors``: the real one, truncated, with bytes changed, or junk."""
-    choice = draw(st.integers(0, 4))
-    if choice == 0:
+    choice = draw(st.integers(0, 6))
+    if choice in (0, 5, 6):  # the real weights: the config decides
         return base
     if choice == 1:
         return base[: draw(st.integers(0, len(base)))]

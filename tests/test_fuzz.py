@@ -176,3 +176,16 @@ def test_regression_pgn_game_with_a_bad_fen_header(scratch: Path) -> None:
     bad = PGN_GAME.replace("4k3/P7/8/8/8/8/8/4K3", "43/P7/8/8/8/8/8/4K3")
     path = scratch / "bad-fen-header.pgn"
     pgn_target(bad.encode(), path)
+
+
+def test_regression_model_with_an_unusable_calibration(
+    scratch: Path, model_files: tuple[dict, bytes]
+) -> None:
+    """Found probing the model-directory target by hand: a config.json whose calibration is not
+    two finite numbers loaded, then failed with ValueError (or gave NaN probabilities) the first
+    time the engine reported a score."""
+    config, weights = model_files
+    logistic = {"kind": "logistic", "slope": 7.0, "intercept": 0.0}
+    for calibration in ("x", dict(logistic, slope="a"), dict(logistic, intercept=float("nan"))):
+        broken = dict(config, calibration=calibration)
+        model_dir_target(json.dumps(broken), weights, scratch / "calibrated-model")

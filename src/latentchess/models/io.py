@@ -217,7 +217,28 @@ def read_model_config(path: str | Path) -> dict[str, Any]:
         raise ModelFileError(f"{str(file)!r}: axis contains non-numeric or non-finite values")
     if not any(axis):
         raise ModelFileError(f"{str(file)!r}: axis is all zeros")
+    _check_calibration(document.get("calibration"), file)
     return document
+
+
+def _check_calibration(calibration: object, file: Path) -> None:
+    """A stored calibration must be usable (the engine calls it on every reported score)."""
+    if calibration is None:
+        return
+    if (
+        not isinstance(calibration, dict)
+        or calibration.get("kind") != "logistic"
+        or not all(
+            isinstance(calibration.get(key), int | float)
+            and not isinstance(calibration.get(key), bool)
+            and math.isfinite(calibration[key])
+            for key in ("slope", "intercept")
+        )
+    ):
+        raise ModelFileError(
+            f"{str(file)!r}: calibration must be {{'kind': 'logistic', 'slope': a, "
+            f"'intercept': b}} with finite numbers a and b, got {calibration!r}"
+        )
 
 
 def load_model(
