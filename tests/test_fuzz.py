@@ -181,11 +181,17 @@ def test_regression_pgn_game_with_a_bad_fen_header(scratch: Path) -> None:
 def test_regression_model_with_an_unusable_calibration(
     scratch: Path, model_files: tuple[dict, bytes]
 ) -> None:
-    """Found probing the model-directory target by hand: a config.json whose calibration is not
-    two finite numbers loaded, then failed with ValueError (or gave NaN probabilities) the first
-    time the engine reported a score."""
+    """Found probing the model-directory target by hand, and by test_fuzz_model_directories in
+    a soak run: a config.json whose calibration is not two finite numbers loaded, then failed
+    with ValueError (or gave NaN probabilities) the first time the engine reported a score."""
     config, weights = model_files
     logistic = {"kind": "logistic", "slope": 7.0, "intercept": 0.0}
     for calibration in ("x", dict(logistic, slope="a"), dict(logistic, intercept=float("nan"))):
         broken = dict(config, calibration=calibration)
         model_dir_target(json.dumps(broken), weights, scratch / "calibrated-model")
+
+
+def test_regression_latent_spec_with_an_unknown_option(model_dir: Path) -> None:
+    """Found by test_fuzz_engine_specs (soak): the latent engine's EngineError for an unknown
+    option did not name the spec it came from."""
+    engine_spec_target("latent:seed=", model_dir)

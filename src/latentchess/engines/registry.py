@@ -268,7 +268,7 @@ def _build_latent(spec: EngineSpec) -> Engine:
     options = {key.lower(): _coerce(value) for key, value in params.items()}
     try:
         engine = LatentEngine.from_options(model, **options)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, EngineError) as error:  # EngineError: say which spec
         raise EngineError(f"engine spec {spec.text!r}: {error}") from error
     engine.name = spec.name
     return engine
