@@ -433,3 +433,22 @@ def test_go_mate_is_honoured_and_said(model_dir: Path) -> None:
     assert go_limit(parse_command("go mate 3 depth 2")).depth == 2
     assert go_limit(parse_command("go mate 0")).depth == 1
     assert go_limit(parse_command("go mate 1000")).depth == 64
+
+
+def test_failed_ponderhit_still_answers(model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failed before the fix: an error in ponderhit left the GUI waiting for a bestmove."""
+    import latentchess.engines.latent as latent
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("clock arithmetic")
+
+    t = Transcript(model=model_dir, config=SearchConfig(depth=3))
+    t.send("position startpos moves e2e4", "go ponder wtime 2000 btime 2000")
+    t.wait_for("info depth 1")
+    monkeypatch.setattr(latent, "time_budget", broken)  # the search has its budget already
+    t.send("ponderhit")
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert chess.Move.from_uci(bestmove(t)) in board.legal_moves
+    assert any("ponderhit failed (ZeroDivisionError" in line for line in t.infos())
+    assert bestmoves(t) == []

@@ -263,7 +263,13 @@ class UciSession:
         elif isinstance(command, Stop):
             self._stop_search()
         elif isinstance(command, PonderHit):
-            self._ponderhit()
+            try:
+                self._ponderhit()
+            except Exception as error:  # the GUI now waits for a bestmove: send it
+                self.info(f"ponderhit failed ({type(error).__name__}: {error}); answering now")
+                if self._search is not None:
+                    self._search.budgeted.set()
+                    self._search.stop.set()
         elif isinstance(command, SetOption):
             self._stop_search()
             self._setoption(command)
