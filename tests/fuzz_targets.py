@@ -315,7 +315,8 @@ def pgn_target(data: bytes, path: Path) -> None:
 
 
 def epd_target(data: bytes, path: Path) -> None:
-    """EPD readers: test suites (``bm``/``am``/``c0``), dataset input and opening positions."""
+    """EPD readers: test suites (``bm``/``am``/``c0``), dataset input (also read as a FEN list)
+    and opening positions."""
     from latentchess.data.positions import read_positions
     from latentchess.data.problems import ProblemLog
     from latentchess.evaluation.epd import read_epd
@@ -330,8 +331,12 @@ def epd_target(data: bytes, path: Path) -> None:
         board = chess.Board(position.fen)
         moves = (*position.best_moves, *position.avoid_moves, *position.points)
         assert all(chess.Move.from_uci(m) in board.legal_moves for m in moves), position
-    _expect_data_errors(lambda: list(read_positions(path, fmt="epd", problems=_strict())), path)
-    list(read_positions(path, fmt="epd", problems=ProblemLog(max_shown=0)))
+    for fmt in ("epd", "fen"):  # dataset input: EPD lines and FEN lists
+        _expect_data_errors(
+            lambda fmt=fmt: list(read_positions(path, fmt=fmt, problems=_strict())), path
+        )
+        for position in read_positions(path, fmt=fmt, problems=ProblemLog(max_shown=0)):
+            assert chess.Board(position.fen).is_valid(), position
     _expect_data_errors(lambda: read_epd_openings(path), path)
 
 
