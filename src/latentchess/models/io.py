@@ -290,22 +290,39 @@ def _encoder_config(data: object, file: Path) -> EncoderConfig:
         raise ModelFileError(f"{str(file)!r}: bad encoder config {data!r}: {error}") from error
 
 
+_SLACK_WEIGHTS = 1 << 24  # 64 MB of float32
+
+
 def _check_weights_size(file: Path, config: EncoderConfig) -> None:
     """Refuse a config that needs more weights than the file holds, before building the model.
 
     A config.json with absurd sizes would otherwise allocate (and initialise) gigabytes before
-    the shapes are compared. The count is a lower bound (embedding, attention and MLP matrices,
-    projection) against at least one byte a weight.
+    the shapes are compared. Only the safetensors header is read; the count is a lower bound
+    (embedding, attention and MLP matrices, projection). A file whose header does not parse is
+    left to :func:`_read_weights` to report.
     """
-    if not file.is_file():
-        return  # _read_weights says so
+    try:
+        with open(file, "rb") as handle:
+            length = int.from_bytes(handle.read(8), "little")
+            if not 0 < length <= file.stat().st_size - 8:
+                return
+            header = json.loads(handle.read(length))
+        held = sum(
+            math.prod(entry["shape"])
+            for name, entry in header.items()
+            if name != "__metadata__" and isinstance(entry, dict)
+        )
+    except (OSError, ValueError, TypeError, KeyError):
+        return
     h = config.hidden
     needed = config.vocab_size * h + config.layers * (4 * h * h + 2 * h * config.mlp)
     needed += config.dim * h
-    if needed > file.stat().st_size:
+    # A few MB too many are left to the shape comparison (it names the tensor, and building the
+    # model first costs little); only a config that would allocate much more is refused here.
+    if needed > held + _SLACK_WEIGHTS:
         raise ModelFileError(
-            f"{str(file)!r} holds {file.stat().st_size} bytes, too few for the {needed} weights "
-            f"of its config {config.to_dict()!r} (weights from another model size?)"
+            f"{str(file)!r} holds {held} weights, too few for the at least {needed} of its "
+            f"config {config.to_dict()!r} (weights from another model size?)"
         )
 
 
