@@ -125,7 +125,7 @@ def main() -> None:
     result = {
         "command": f"benchmarks/bench_cache_keys.py --plies {args.plies} --depth {args.depth} "
         f"--games {args.games}",
-        "model": str(model.path) if getattr(model, "path", None) else None,
+        "model": _relative(getattr(model, "path", None)),
         "precision": "fp32",
         "threads": 1,
         "load_average": [load_before, os.getloadavg()[0]],
@@ -141,6 +141,14 @@ def main() -> None:
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
     print(f"written to {path}")
+
+
+def _relative(path: Path | None) -> str | None:
+    """A model path relative to the checkout when it lies inside it."""
+    if path is None:
+        return None
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
 def _plain_hash(boards: object, hashes: np.ndarray | None = None) -> np.ndarray:
