@@ -368,8 +368,8 @@ def test_import_action_values_groups_per_fen(tmp_path: Path) -> None:
 
 def test_near_certain_values_do_not_become_exact_mates_for_either_side(tmp_path: Path) -> None:
     # For Black to move, 1 - 1e-20 is exactly 1.0 in float64: a fake White mate for the axis.
-    white, black = positions(2)
-    values = [(white, 1e-20), (black, 1e-20), (white, 1.0), (black, 1.0)]
+    white, black, white2, black2 = positions(4)
+    values = [(white, 1e-20), (black, 1e-20), (white2, 1.0), (black2, 1.0)]
     path = tmp_path / "state_value_data.bag"
     write_bag(path, [encode_state_value(fen, p) for fen, p in values])
     import_chessbench([path], tmp_path / "ds", progress=False)
@@ -418,13 +418,22 @@ def test_import_resumes(tmp_path: Path) -> None:
 
     action = tmp_path / "action_value_data.bag"
     write_bag(action, [encode_action_value(f, "a1a2", 0.5) for f in fens])
-    assert import_chessbench([action], out, limit=4, progress=False).rows_written == 4
-    assert import_chessbench([action], out, limit=4, progress=False).files_skipped == 1
+    actions = tmp_path / "actions"
+    assert import_chessbench([action], actions, limit=4, progress=False).rows_written == 4
+    assert import_chessbench([action], actions, limit=4, progress=False).files_skipped == 1
     with pytest.raises(LatentChessError, match="fresh directory"):
-        import_chessbench([action], out, progress=False)
-    sources = [row["source"] for row in read_dataset(out).to_pylist()]
-    assert sources.count("chessbench:action_value_data.bag") == 4
-    assert sources.count("chessbench:state_value_data.bagz") == 9
+        import_chessbench([action], actions, progress=False)
+    sources = [row["source"] for row in read_dataset(actions).to_pylist()]
+    assert sources == ["chessbench:action_value_data.bag"] * 4
+    # Into the dataset that holds these positions already: only the one its bad record missed.
+    summary = import_chessbench([action], out, progress=False)
+    assert (summary.rows_written, summary.records_duplicate) == (1, 9)
+    rows = read_dataset(out).to_pylist()
+    by_source = {row["source"]: [] for row in rows}
+    for row in rows:
+        by_source[row["source"]].append(row["fen"])
+    assert by_source["chessbench:action_value_data.bag"] == [fens[7]]
+    assert len(by_source["chessbench:state_value_data.bagz"]) == 9
 
 
 def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -444,3 +453,77 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         args.func(args)
     with pytest.raises(SystemExit):
         parser.parse_args([*argv, "--kind", "games"])
+
+
+def test_repeated_positions_are_imported_once(tmp_path: Path) -> None:
+    """Failed before the fix: every record became a row, repeats included."""
+    fens = positions(4)
+    later = fens[1].rsplit(" ", 2)[0] + " 40 60"  # the same position with other clocks
+    state = tmp_path / "state_value_data.bag"
+    write_bag(
+        state,
+        [encode_state_value(fen, 0.5) for fen in (fens[0], fens[1], fens[0], later, fens[2])],
+    )
+    out = tmp_path / "ds"
+    summary = import_chessbench([state], out, progress=False)
+    assert (summary.rows_written, summary.records_duplicate) == (3, 2)
+    assert [row["fen"] for row in read_dataset(out).to_pylist()] == fens[:3]
+    # Action values of other files: only positions the dataset does not hold yet.
+    action = tmp_path / "action_value-00000-of-00002_data.bag"
+    write_bag(action, [encode_action_value(fen, "a1a2", 0.5) for fen in (fens[2], fens[3])])
+    twin = tmp_path / "action_value-00001-of-00002_data.bag"
+    write_bag(twin, [encode_action_value(fens[3], "a1a2", 0.5)])
+    summary = import_chessbench([action, twin], out, progress=False)
+    assert (summary.rows_written, summary.records_duplicate) == (1, 2)
+    assert sorted(row["fen"] for row in read_dataset(out).to_pylist()) == sorted(fens)
+
+
+_IMPORT_SCRIPT = """
+import sys
+from pathlib import Path
+from latentchess.data.chessbench import import_chessbench
+import_chessbench([Path(sys.argv[1])], Path(sys.argv[2]), shard_rows=200, progress=False)
+"""
+
+
+def test_killed_import_resumes_without_duplicates(tmp_path: Path) -> None:
+    """Failed before the fix: a re-run wrote the positions of the killed run's last range again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from latentchess.data.resume import prefix_shards
+
+    fens = []
+    for index in range(7_000):  # distinct positions: two kings and a rook on varying squares
+        board = chess.Board(None)
+        squares = (index % 64, index // 64 % 64, (index * 7 + 3) % 64)
+        if len(set(squares)) < 3:
+            continue
+        board.set_piece_at(squares[0], chess.Piece(chess.KING, chess.WHITE))
+        board.set_piece_at(squares[1], chess.Piece(chess.KING, chess.BLACK))
+        board.set_piece_at(squares[2], chess.Piece(chess.ROOK, chess.WHITE))
+        if board.is_valid():
+            fens.append(board.fen())
+    fens = list(dict.fromkeys(fens))
+    path = tmp_path / "state_value_data.bag"
+    write_bag(path, [encode_state_value(fen, 0.5) for fen in fens] * 3)  # each position 3 times
+    out = tmp_path / "ds"
+    process = subprocess.Popen([sys.executable, "-c", _IMPORT_SCRIPT, str(path), str(out)])
+    try:
+        deadline = time.monotonic() + 60
+        while not prefix_shards(out, "chessbench_state_value_data") if out.is_dir() else True:
+            assert process.poll() is None and time.monotonic() < deadline, "no shard written"
+            time.sleep(0.01)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+    assert process.returncode == -signal.SIGKILL  # killed mid-way, not finished
+    killed = read_dataset(out).num_rows
+    assert 0 < killed < len(fens)
+    summary = import_chessbench([path], out, shard_rows=200, progress=False)
+    assert summary.rows_written == len(fens) - killed
+    imported = [row["fen"] for row in read_dataset(out).to_pylist()]
+    assert sorted(imported) == sorted(fens)

@@ -225,14 +225,9 @@ def test_malformed_and_invalid_input_is_reported_not_fatal(model_dir: Path) -> N
     # Still no valid position: go answers 0000.
     t.send("go depth 1")
     assert bestmove(t) == "0000"
-    t.send(
-        "position startpos moves d2d4", "position fen k7/8/8/8/8/8/8/R6K w - - 0 1", "go depth 2"
-    )
-    move = chess.Move.from_uci(bestmove(t))
+    t.send("position startpos moves d2d4", "go depth nope")
     board = chess.Board()
     board.push_uci("d2d4")
-    assert move in board.legal_moves  # the last valid position was kept
-    t.send("go depth nope")
     assert chess.Move.from_uci(bestmove(t)) in board.legal_moves
     assert any("bad value 'nope'" in line for line in t.infos())
 
@@ -331,3 +326,129 @@ def test_game_with_a_clock_through_python_chess(model_dir: Path) -> None:
             assert result.move in board.legal_moves
             board.push(result.move)
     assert len(board.move_stack) >= 10
+
+
+# -- refused positions, failures after go, go mate -------------------------------------------
+
+
+def bestmoves(transcript: Transcript) -> list[str]:
+    """Every ``bestmove`` line not yet taken, once any search has ended (``stop`` joins it)."""
+    transcript.send("stop", "isready")
+    transcript.wait_for("readyok")
+    return [line for line in transcript.lines if line.startswith("bestmove")]
+
+
+def test_refused_position_leaves_no_position(model_dir: Path) -> None:
+    """Failed before the fix: go answered with a move for the previous board."""
+    t = Transcript(model=model_dir, config=SearchConfig(depth=1))
+    for refused, reason in (
+        ("position fen k7/8/8/8/8/8/8/R6K w - - 0 1", "side not to move is in check"),
+        ("position startpos moves e2e4 e2e4", "illegal move 2 'e2e4'"),
+        ("position fen not-a-fen", "bad FEN 'not-a-fen'"),
+    ):
+        t.lines.clear()
+        t.send("position startpos moves d2d4", "go depth 1")
+        assert bestmove(t) != "0000"
+        t.send(refused, "go depth 1")
+        assert bestmove(t) == "0000", refused
+        why = [line for line in t.infos() if line.startswith("info string go without")]
+        assert len(why) == 1 and "refused position" in why[0] and reason in why[0], t.lines
+    t.send("position startpos", "go depth 1")  # a valid position again: a real move
+    assert chess.Move.from_uci(bestmove(t)) in chess.Board().legal_moves
+
+
+class FailingModel:
+    """A real model that fails on purpose: scoring after ``fail_after`` calls, or calibration."""
+
+    def __init__(self, model: object, *, fail_after: int | None = None, calibrate: bool = True):
+        self._model = model
+        self._calls = 0
+        self._fail_after = fail_after
+        self._calibrate = calibrate
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._model, name)
+
+    def score_tokens(self, tokens: np.ndarray) -> np.ndarray:
+        self._calls += 1
+        if self._fail_after is not None and self._calls > self._fail_after:
+            raise RuntimeError("the accelerator fell off the bus")
+        return self._model.score_tokens(tokens)  # type: ignore[attr-defined]
+
+    def win_probability(self, score: float) -> float:
+        if not self._calibrate:
+            raise ArithmeticError("calibration table is corrupt")
+        return self._model.win_probability(score)  # type: ignore[attr-defined]
+
+
+def failing_loader(**failure: object) -> object:
+    from latentchess.models.io import load_model
+
+    def load(path: str, precision: str) -> object:
+        return FailingModel(load_model(Path(path), precision="fp32"), **failure)
+
+    return load
+
+
+@pytest.mark.parametrize(
+    ("failure", "go", "expected"),
+    [
+        ({"fail_after": 2}, "go depth 2", "search failed (RuntimeError"),  # in the search thread
+        ({"fail_after": 2}, "go infinite", "search failed (RuntimeError"),
+        ({"calibrate": False}, "go depth 2", "go failed (ArithmeticError"),  # before the thread
+        ({}, "go movetime 1" + "0" * 400, None),  # overflowed converting ms to seconds
+    ],
+)
+def test_every_failure_after_go_yields_exactly_one_bestmove(
+    model_dir: Path, failure: dict, go: str, expected: str | None
+) -> None:
+    """Failed before the fix for the last two: no bestmove at all (and no readyok after the
+    failure before the search thread)."""
+    t = Transcript(
+        model=model_dir, config=SearchConfig(depth=2), model_loader=failing_loader(**failure)
+    )
+    board = chess.Board()
+    board.push_uci("e2e4")
+    t.send("position startpos moves e2e4", go)
+    if "infinite" in go:
+        time.sleep(0.2)
+        t.send("stop")
+    assert chess.Move.from_uci(bestmove(t)) in board.legal_moves
+    if expected is not None:
+        assert any(expected in line for line in t.infos()), t.lines
+    assert bestmoves(t) == []  # no second answer
+    t.send("go depth 1")
+    assert len(bestmoves(t)) == 1  # the next go is answered once too
+
+
+def test_go_mate_is_honoured_and_said(model_dir: Path) -> None:
+    """Failed before the fix: `go mate 1` searched the configured depth without a word."""
+    t = Transcript(model=model_dir, config=SearchConfig(depth=6))
+    t.send("position fen 6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "go mate 1")
+    assert bestmove(t) == "a1a8"
+    assert any("go mate 1: searching 1 plies" in line for line in t.infos()), t.lines
+    depths = [line.split()[2] for line in t.lines if line.startswith("info depth")]
+    assert depths == ["1"] and any("score mate 1" in line for line in t.lines)
+    assert go_limit(parse_command("go mate 3")).depth == 5
+    assert go_limit(parse_command("go mate 3 depth 2")).depth == 2
+    assert go_limit(parse_command("go mate 0")).depth == 1
+    assert go_limit(parse_command("go mate 1000")).depth == 64
+
+
+def test_failed_ponderhit_still_answers(model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failed before the fix: an error in ponderhit left the GUI waiting for a bestmove."""
+    import latentchess.engines.latent as latent
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("clock arithmetic")
+
+    t = Transcript(model=model_dir, config=SearchConfig(depth=3))
+    t.send("position startpos moves e2e4", "go ponder wtime 2000 btime 2000")
+    t.wait_for("info depth 1")
+    monkeypatch.setattr(latent, "time_budget", broken)  # the search has its budget already
+    t.send("ponderhit")
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert chess.Move.from_uci(bestmove(t)) in board.legal_moves
+    assert any("ponderhit failed (ZeroDivisionError" in line for line in t.infos())
+    assert bestmoves(t) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "LatentChessError",
@@ -14,7 +15,23 @@ __all__ = [
 
 
 class LatentChessError(Exception):
-    """Base class of every error latentchess raises on purpose."""
+    """Base class of every error latentchess raises on purpose.
+
+    Errors survive pickling (worker processes send them to their parent) with their message and
+    every attribute (``path``, ``line``, ``offset``, ``fen``...), whatever the subclass's
+    ``__init__`` signature: unpickling restores the state instead of calling ``__init__`` again.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore, (type(self), self.args, dict(self.__dict__)))
+
+
+def _restore(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    """Rebuild a pickled :class:`LatentChessError` without calling its ``__init__``."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class InvalidFenError(LatentChessError, ValueError):

@@ -8,6 +8,9 @@ for the whole batch at once.
 * :func:`zobrist_hashes` equals :func:`chess.polyglot.zobrist_hash` board by board (Polyglot keys:
   pieces, castling rights, an en-passant file only when a pawn could capture, side to move; no
   clocks).
+* :func:`cache_keys` extends that hash by the halfmove clock and fullmove number as the tokens
+  write them (clamped to 999): a key for everything the model reads, so a score cache never hands
+  a position the score of the same placement under other clocks.
 * :func:`tokenize_boards` equals :func:`latentchess.encoding.tokenize_batch` on the same boards
   (en-passant square only when a legal capture exists, as in ``board.fen()``; clocks clamped to
   999).
@@ -26,7 +29,7 @@ import numpy.typing as npt
 
 from latentchess.encoding import SEQUENCE_LENGTH, VOCAB
 
-__all__ = ["bitboards", "zobrist_hashes", "tokenize_boards"]
+__all__ = ["bitboards", "zobrist_hashes", "cache_keys", "clock_cache_keys", "tokenize_boards"]
 
 # Polyglot piece index: (piece_type - 1) * 2 + (1 for White, 0 for Black).
 _PIECES = [(piece_type, color) for piece_type in chess.PIECE_TYPES for color in (False, True)]
@@ -62,6 +65,11 @@ _SQUARE_TOKENS = np.array(
 # Token position k (0..63, FEN order a8..h8, a7..h7, ...) shows board square k ^ 56.
 _FEN_ORDER = np.arange(64) ^ 56
 _PIECE_NUMBERS = np.arange(1, 13, dtype=np.uint8).reshape(1, 12, 1)
+# Zobrist-style keys of the clock values the tokens can show (0..999 each), fixed by the seed so
+# that keys are the same in every process.
+_CLOCK_KEYS = np.random.default_rng(20_251_123).integers(
+    0, np.iinfo(np.uint64).max, size=(2, 1000), dtype=np.uint64, endpoint=True
+)  # (halfmove | fullmove, value)
 _TAIL_CACHE: dict[tuple[bool, int, int | None, int, int], npt.NDArray[np.uint8]] = {}
 
 
@@ -129,6 +137,43 @@ def zobrist_hashes(
     keys = np.bitwise_xor.reduce(piece_keys.reshape(len(boards), -1), axis=1)  # (N,)
     flags = np.fromiter((_flag_key(b) for b in boards), dtype=np.uint64, count=len(boards))
     return keys ^ flags
+
+
+def cache_keys(
+    boards: Sequence[chess.Board], hashes: npt.NDArray[np.uint64] | None = None
+) -> npt.NDArray[np.uint64]:
+    """Key of everything the tokens show: Zobrist hash and both clocks, ``(N,)`` uint64.
+
+    Two boards with equal keys have equal :func:`tokenize_boards` rows (up to a 64-bit
+    collision); the converse can fail only for an en-passant square that Polyglot hashes but the
+    tokens omit (a capture that exists but is illegal), which costs a cache miss, never a wrong hit.
+
+    Args:
+        boards: the positions.
+        hashes: their :func:`zobrist_hashes`, if already computed.
+    """
+    if hashes is None:
+        hashes = zobrist_hashes(boards)
+    return clock_cache_keys(
+        hashes, [b.halfmove_clock for b in boards], [b.fullmove_number for b in boards]
+    )
+
+
+def clock_cache_keys(
+    hashes: Sequence[int] | npt.NDArray[np.uint64],
+    halfmove_clocks: Sequence[int],
+    fullmove_numbers: Sequence[int],
+) -> npt.NDArray[np.uint64]:
+    """:func:`cache_keys` from Zobrist hashes and clocks, without boards, ``(N,)`` uint64.
+
+    For searches that already have each child's hash and clocks (the native core's expansion).
+    """
+    n = len(halfmove_clocks)
+    # Clamped in Python, as the tokens are: a FEN may carry clocks beyond any fixed-width integer.
+    halfmove = np.fromiter((min(h, 999) for h in halfmove_clocks), dtype=np.int64, count=n)
+    fullmove = np.fromiter((min(max(f, 1), 999) for f in fullmove_numbers), dtype=np.int64, count=n)
+    keys = np.asarray(hashes, dtype=np.uint64).reshape(n)
+    return keys ^ _CLOCK_KEYS[0, halfmove] ^ _CLOCK_KEYS[1, fullmove]
 
 
 def _tail(board: chess.Board) -> npt.NDArray[np.uint8]:

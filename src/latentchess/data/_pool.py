@@ -22,6 +22,7 @@ import multiprocessing.process
 import pickle
 import queue
 import signal
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -124,11 +125,26 @@ def _worker_main(
                     break
                 results.put(("done", index, result))
     except BaseException as error:  # report anything, then exit: the parent decides what to do
+        where = traceback.format_exc()  # the worker's file:line, lost in pickling otherwise
         try:
             blob = pickle.dumps(error)
         except Exception:
             blob = pickle.dumps(EngineError(f"{type(error).__name__}: {error}"))
-        results.put(("error", blob))
+        results.put(("error", blob, where))
+
+
+def _worker_error(blob: bytes, where: str) -> BaseException:
+    """The error a worker reported, with the worker's traceback attached as a note."""
+    try:
+        error: BaseException = pickle.loads(blob)
+    except Exception as unpickling:  # a third-party error that does not survive pickling
+        error = EngineError(f"labelling worker failed; its error could not be read: {unpickling}")
+    if not isinstance(error, LatentChessError):
+        cause = error
+        error = EngineError(f"labelling worker failed: {cause!r}")
+        error.__cause__ = cause
+    error.add_note(f"raised in a labelling worker process:\n{where.rstrip()}")
+    return error
 
 
 def run_ordered(
@@ -208,10 +224,7 @@ def run_ordered(
             if kind == "tick":
                 on_tick(message[1])
             elif kind == "error":
-                error = pickle.loads(message[1])
-                if isinstance(error, LatentChessError):
-                    raise error
-                raise EngineError(f"labelling worker failed: {error!r}") from error
+                raise _worker_error(message[1], message[2])
             else:
                 finished[message[1]] = message[2]
                 while in_flight and in_flight[0] in finished:

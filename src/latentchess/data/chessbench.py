@@ -29,11 +29,14 @@ per FEN, grouped within the whole file (records of one FEN are usually adjacent,
 relied on): the position's value is the best move's value, ``best_move`` that move (the first one
 read among equal values). Behavioral-cloning records have no values and are refused.
 
-Shards are named ``chessbench-<file stem>-<first record>-<end record>-000000.parquet``, so several
-files go into one dataset and a re-run resumes from the shards themselves: a state-value file
-continues after the highest record range already written (shards of ``shard_rows`` records each);
-an action-value file is written as one shard once grouped, and is skipped when that shard exists.
-Files are identified by name: two different files with one name cannot share a dataset.
+Rows go through the same :class:`~latentchess.data.resume.ResumableWriter` as every other
+importer: a position already in the dataset (any file, any run, by
+:func:`~latentchess.encoding.fen_key`) or read earlier in the file is skipped, and each file is
+one run with the shard prefix ``chessbench_<file stem>``, whose shards record how many records
+were handled. A re-run (after a crash or ``kill -9`` too) resumes after the last record written;
+a state-value file is committed record by record (a shard every ``shard_rows`` rows), an
+action-value file once grouped, and a file with nothing left is skipped. Files are identified
+by name and size: two different files with one name cannot share a dataset.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ import chess
 
 from latentchess.argtypes import non_negative_int, positive_int
 from latentchess.data.bag import BagReader, RecordLocation, write_bag
+from latentchess.data.resume import ResumableWriter, prefix_shards
 from latentchess.encoding import tokenize
 from latentchess.errors import DataFormatError, LatentChessError
 from latentchess.winprob import centipawns, white_perspective
@@ -353,25 +357,16 @@ class ImportSummary:
     shards_written: int
     errors: tuple[str, ...]
     """The first few bad-record messages."""
+    records_duplicate: int = 0
+    """Usable records whose position the dataset already held (or the file gave before)."""
 
 
-_STEM_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_STEM_UNSAFE = re.compile(r"[^A-Za-z0-9_.]")
 
 
 def _shard_prefix(path: Path) -> str:
     stem = path.name.removesuffix(".bagz").removesuffix(".bag")
-    return "chessbench-" + _STEM_UNSAFE.sub("_", stem)
-
-
-def _imported_ranges(out_dir: Path, prefix: str) -> list[tuple[int, int]]:
-    pattern = re.compile(re.escape(prefix) + r"-(\d{10})-(\d{10})-\d{6}\.parquet")
-    ranges = []
-    if out_dir.is_dir():
-        for shard in out_dir.glob(f"{prefix}-*.parquet"):
-            match = pattern.fullmatch(shard.name)
-            if match:
-                ranges.append((int(match[1]), int(match[2])))
-    return ranges
+    return "chessbench_" + _STEM_UNSAFE.sub("_", stem)
 
 
 def _row(fen: str, p_side_to_move: float, move: str | None, source: str) -> dict[str, Any]:
@@ -411,21 +406,28 @@ class _FileImport:
     """Imports one bag: reads its usable records, counting and reporting the bad ones."""
 
     def __init__(
-        self, reader: BagReader, kind: Kind, out: Path, strict: bool, errors: list[str]
+        self,
+        reader: BagReader,
+        kind: Kind,
+        writer: ResumableWriter,
+        strict: bool,
+        errors: list[str],
     ) -> None:
         self.reader = reader
         self.kind = kind
-        self.out = out
+        self.writer = writer
         self.strict = strict
         self.errors = errors  # shared by the files of one import
-        self.prefix = _shard_prefix(reader.path)
         self.source = f"chessbench:{reader.path.name}"
-        self.read = self.bad = self.rows = self.shards = 0
+        self.read = self.bad = self.duplicates = 0
 
     def records(
         self, start: int, stop: int, bar: Any, known_fens: Container[str] = ()
-    ) -> Iterator[Record]:
-        """Yield the usable records ``start..stop-1``; see :func:`_validated` for ``known_fens``."""
+    ) -> Iterator[tuple[int, Record | None]]:
+        """``(index, record)`` for records ``start..stop-1``; ``None`` for a bad one (counted).
+
+        See :func:`_validated` for ``known_fens``.
+        """
         parse = _PARSERS[self.kind]
         for i, stored in self.reader.iter_stored(start, stop):
             self.read += 1
@@ -445,7 +447,9 @@ class _FileImport:
                     )
                 self._bad(error)
             else:
-                yield record
+                yield i, record
+                continue
+            yield i, None
         bar.update((stop - start) % 4096)
 
     def _bad(self, error: DataFormatError) -> None:
@@ -457,31 +461,33 @@ class _FileImport:
         if len(self.errors) < _KEPT_ERRORS:
             self.errors.append(str(error))
 
-    def write(self, first: int, last: int, rows: list[dict[str, Any]]) -> None:
-        """Write the rows made from records ``first..last-1`` as one shard (none if no rows)."""
-        from latentchess.data.store import ShardWriter
-
-        written = ShardWriter(self.out, f"{self.prefix}-{first:010d}-{last:010d}").write(rows)
-        self.rows += len(rows)
-        self.shards += written is not None
-
-    def state_values(self, start: int, stop: int, shard_rows: int, bar: Any) -> None:
-        for first in range(start, stop, shard_rows):
-            last = min(first + shard_rows, stop)
-            rows = [
-                _row(r.fen, r.win_prob, None, self.source)
-                for r in self.records(first, last, bar)
-                if isinstance(r, StateValue)
-            ]
-            self.write(first, last, rows)
+    def state_values(self, start: int, stop: int, bar: Any) -> None:
+        """Commit records ``start..stop-1`` one by one (the cursor counts records handled)."""
+        writer = self.writer
+        for i, record in self.records(start, stop, bar):
+            rows = []
+            if isinstance(record, StateValue):
+                if writer.claim(record.fen):
+                    rows.append(_row(record.fen, record.win_prob, None, self.source))
+                else:
+                    self.duplicates += 1
+            writer.commit(rows, cursor=i + 1)
 
     def action_values(self, stop: int, bar: Any) -> None:
+        """Group records ``0..stop-1`` per FEN (best move's value) and commit them at once."""
         best: dict[str, tuple[float, str]] = {}  # fen -> (win prob, move), mover's view
-        for r in self.records(0, stop, bar, known_fens=best):
-            assert isinstance(r, ActionValue)
+        for _, r in self.records(0, stop, bar, known_fens=best):
+            if not isinstance(r, ActionValue):
+                continue
             if r.fen not in best or r.win_prob > best[r.fen][0]:
                 best[r.fen] = (r.win_prob, r.move)
-        self.write(0, stop, [_row(fen, p, move, self.source) for fen, (p, move) in best.items()])
+        rows = []
+        for fen, (p, move) in best.items():
+            if self.writer.claim(fen):
+                rows.append(_row(fen, p, move, self.source))
+            else:
+                self.duplicates += 1
+        self.writer.commit(rows, cursor=stop)
 
 
 def _check_inputs(files: list[Path], kinds: list[Kind]) -> None:
@@ -513,9 +519,8 @@ def import_chessbench(
 ) -> ImportSummary:
     """Import ChessBench ``state_value`` or ``action_value`` bags into a dataset (resumable).
 
-    See the module docstring for the rows written and how shards record progress. A range of
-    state values without one usable record leaves no shard, so a re-run reads it again when it
-    is the last range.
+    See the module docstring for the rows written, the positions skipped as duplicates and how
+    shards record progress.
 
     Args:
         paths: ``.bag`` / ``.bagz`` files.
@@ -523,12 +528,13 @@ def import_chessbench(
         kind: record kind of every file; ``None`` detects each file's from its name.
         limit: read at most the first ``limit`` records of each file.
         strict: raise on the first bad record instead of skipping it.
-        shard_rows: records per shard for state values.
+        shard_rows: rows per shard.
         progress: show a tqdm progress bar per file on stderr.
 
     Raises:
         DataFormatError: undetectable kind, a behavioral-cloning file, a corrupt container (always
-            fatal), or with ``strict`` a bad record; names the file and byte offset.
+            fatal), a resume into shards of another file of the same name, or with ``strict`` a
+            bad record; names the file and byte offset.
         LatentChessError: an action-value file already imported with a smaller ``limit``.
     """
     from tqdm import tqdm
@@ -546,25 +552,33 @@ def import_chessbench(
     out = Path(out_dir)
     errors: list[str] = []
     jobs: list[_FileImport] = []
-    skipped = 0
+    rows = shards = skipped = 0
+    seen: set[str] | None = None  # the dataset's positions, loaded once for all files
     for path, file_kind in zip(files, kinds, strict=True):
         with BagReader(path) as reader:
-            job = _FileImport(reader, file_kind, out, strict, errors)
+            prefix = _shard_prefix(path)
+            identity = {
+                "command": "import-chessbench",
+                "input": path.name,
+                "input_bytes": path.stat().st_size,
+                "kind": file_kind,
+            }
+            writer = ResumableWriter(out, prefix, identity, shard_rows=shard_rows, seen=seen)
+            seen = writer.seen
+            shards_before = len(prefix_shards(out, prefix)) if out.is_dir() else 0
             stop = len(reader) if limit is None else min(limit, len(reader))
-            done = _imported_ranges(out, job.prefix)
-            resume = max((end for _, end in done), default=0)
-            if file_kind == "action_value" and done:
-                if resume < stop:
-                    raise LatentChessError(
-                        f"{path}: action values of its first {resume} records were already "
-                        f"imported into {out}; importing {stop} would duplicate positions, so "
-                        f"import into a fresh directory"
-                    )
-                resume = stop
+            resume = writer.cursor
+            if file_kind == "action_value" and 0 < resume < stop:
+                raise LatentChessError(
+                    f"{path}: action values of its first {resume} records were already "
+                    f"imported into {out}; importing {stop} would group them again, so "
+                    f"import into a fresh directory"
+                )
             if resume >= stop:
                 logger.info("%s: records 0..%d already imported, skipping", path, stop)
                 skipped += 1
                 continue
+            job = _FileImport(reader, file_kind, writer, strict, errors)
             jobs.append(job)
             with tqdm(
                 total=stop - resume,
@@ -574,10 +588,15 @@ def import_chessbench(
                 disable=not progress,
                 file=sys.stderr,
             ) as bar:
-                if file_kind == "state_value":
-                    job.state_values(resume, stop, shard_rows, bar)
-                else:
-                    job.action_values(stop, bar)
+                try:
+                    if file_kind == "state_value":
+                        job.state_values(resume, stop, bar)
+                    else:
+                        job.action_values(stop, bar)
+                finally:
+                    writer.close()  # what was committed stays: a re-run resumes after it
+                    rows += writer.rows - writer.resumed_rows
+                    shards += len(prefix_shards(out, prefix)) - shards_before
             if job.bad > _LOGGED_ERRORS_PER_FILE:
                 logger.warning("%s: %d bad records skipped in all", path, job.bad)
     return ImportSummary(
@@ -586,9 +605,10 @@ def import_chessbench(
         files_skipped=skipped,
         records_read=sum(job.read for job in jobs),
         records_bad=sum(job.bad for job in jobs),
-        rows_written=sum(job.rows for job in jobs),
-        shards_written=sum(job.shards for job in jobs),
+        rows_written=rows,
+        shards_written=shards,
         errors=tuple(errors),
+        records_duplicate=sum(job.duplicates for job in jobs),
     )
 
 
@@ -609,7 +629,8 @@ def _run_import(args: argparse.Namespace) -> int:
     print(
         f"imported {summary.rows_written} rows into {summary.shards_written} shards in "
         f"{summary.out_dir} from {summary.records_read} records of {summary.files_read} file(s) "
-        f"({summary.files_skipped} already imported, {summary.records_bad} bad records skipped)"
+        f"({summary.files_skipped} already imported, {summary.records_bad} bad records and "
+        f"{summary.records_duplicate} repeated positions skipped)"
     )
     return 0
 
@@ -648,7 +669,7 @@ def add_import_chessbench_parser(data_subparsers: argparse._SubParsersAction) ->
         type=positive_int,
         default=100_000,
         metavar="N",
-        help="state-value records per shard (default: 100000)",
+        help="rows per shard (default: 100000)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=_run_import)

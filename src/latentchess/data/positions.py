@@ -121,11 +121,15 @@ def _read_pgn(
                 return
             line = reader.game_line or reader.line
             index, game_index = game_index, game_index + 1
-            board = game.board()
-            if game.errors:
+            if game.errors:  # before game.board(), which raises again on a bad FEN header
                 problems.report(
                     f"broken PGN game #{index + 1}: {game.errors[0]}", path=path, line=line
                 )
+                continue
+            try:
+                board = game.board()
+            except ValueError as error:
+                problems.report(f"broken PGN game #{index + 1}: {error}", path=path, line=line)
                 continue
             if board.uci_variant != "chess":
                 problems.report(

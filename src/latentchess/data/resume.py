@@ -66,6 +66,8 @@ class ResumableWriter:
         shard_rows: a shard is written once this many rows are buffered (see :meth:`commit`).
         flush_seconds: also write a shard when the oldest buffered row is this old, so a long
             run loses at most this much work when killed.
+        seen: the dataset's fen keys when already loaded (:func:`load_fen_keys`), shared by
+            writers that run one after another into the same directory; loaded when ``None``.
 
     Attributes:
         cursor: tasks committed so far (including buffered ones).
@@ -81,6 +83,7 @@ class ResumableWriter:
         *,
         shard_rows: int = 10_000,
         flush_seconds: float = 300.0,
+        seen: set[str] | None = None,
     ) -> None:
         if not _PREFIX_OK.match(prefix):
             raise ValueError(f"shard prefix must match {_PREFIX_OK.pattern}, got {prefix!r}")
@@ -97,7 +100,7 @@ class ResumableWriter:
         existing = prefix_shards(self.directory, prefix) if self.directory.is_dir() else []
         if existing:
             self._check_resume(existing)
-        self.seen = load_fen_keys(self.directory)
+        self.seen = load_fen_keys(self.directory) if seen is None else seen
         self._writer = ShardWriter(self.directory, prefix)
         self._buffer: list[dict[str, Any]] = []
         self._buffer_since = time.monotonic()

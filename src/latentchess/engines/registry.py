@@ -224,7 +224,12 @@ def _generic_builder(protocol: str) -> Callable[[EngineSpec], Engine]:
                 f"engine spec {spec.text!r}: expected exactly one command, as in "
                 f"'{protocol}:/path/to/engine,Option=value'"
             )
-        argv = shlex.split(spec.args[0])
+        try:
+            argv = shlex.split(spec.args[0])
+        except ValueError as error:  # unbalanced quotes
+            raise EngineError(f"engine spec {spec.text!r}: bad command: {error}") from None
+        if not argv:
+            raise EngineError(f"engine spec {spec.text!r}: the command is empty")
         params = dict(spec.params)
         default = "true" if protocol == "xboard" else "false"
         time_only = (_pop(spec, params, "time_only") or default).lower() in ("1", "true", "yes")
@@ -263,7 +268,7 @@ def _build_latent(spec: EngineSpec) -> Engine:
     options = {key.lower(): _coerce(value) for key, value in params.items()}
     try:
         engine = LatentEngine.from_options(model, **options)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, EngineError) as error:  # EngineError: say which spec
         raise EngineError(f"engine spec {spec.text!r}: {error}") from error
     engine.name = spec.name
     return engine

@@ -123,21 +123,37 @@ def read_puzzles(
     """
     path = Path(path)
     try:
-        handle = path.open(newline="", encoding="utf-8")
+        # Bytes that are not UTF-8 become U+FFFD: the row then fails its own checks, with a line.
+        handle = path.open(newline="", encoding="utf-8", errors="replace")
     except OSError as error:
         raise DataFormatError(f"cannot read: {error.strerror}", path=path) from error
     puzzles: list[Puzzle] = []
     problems: list[DataFormatError] = []
     with handle:
         reader = csv.reader(handle)
-        header = next(reader, None)
+        try:
+            header = next(reader, None)
+        except csv.Error as error:
+            raise DataFormatError(f"unreadable CSV header: {error}", path=path, line=1) from None
         if header is None or [h.strip() for h in header[:3]] != list(PUZZLE_COLUMNS[:3]):
             raise DataFormatError(
                 f"expected the Lichess puzzle header {','.join(PUZZLE_COLUMNS)!r}, got {header!r}",
                 path=path,
                 line=1,
             )
-        for row in reader:
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as error:  # e.g. a field beyond the csv module's size limit
+                problem = DataFormatError(
+                    f"unreadable CSV row: {error}", path=path, line=reader.line_num
+                )
+                if strict:
+                    raise problem from None
+                problems.append(problem)
+                continue
             line = reader.line_num
             if not row or not "".join(row).strip():
                 continue

@@ -242,7 +242,28 @@ def read_model_config(path: str | Path) -> dict[str, Any]:
         raise ModelFileError(f"{str(file)!r}: axis contains non-numeric or non-finite values")
     if not any(axis):
         raise ModelFileError(f"{str(file)!r}: axis is all zeros")
+    _check_calibration(document.get("calibration"), file)
     return document
+
+
+def _check_calibration(calibration: object, file: Path) -> None:
+    """A stored calibration must be usable (the engine calls it on every reported score)."""
+    if calibration is None:
+        return
+    if (
+        not isinstance(calibration, dict)
+        or calibration.get("kind") != "logistic"
+        or not all(
+            isinstance(calibration.get(key), int | float)
+            and not isinstance(calibration.get(key), bool)
+            and math.isfinite(calibration[key])
+            for key in ("slope", "intercept")
+        )
+    ):
+        raise ModelFileError(
+            f"{str(file)!r}: calibration must be {{'kind': 'logistic', 'slope': a, "
+            f"'intercept': b}} with finite numbers a and b, got {calibration!r}"
+        )
 
 
 def load_model(
@@ -269,6 +290,7 @@ def load_model(
     path = default_model_path() if path is None else Path(path)
     document = read_model_config(path)
     config = EncoderConfig.from_dict(document["encoder"])
+    _check_weights_size(path / WEIGHTS_FILE, config)
     encoder = Encoder(config)
     encoder.load_state_dict(_read_weights(path / WEIGHTS_FILE, encoder))
     content_hash = model_content_hash(path)
@@ -292,6 +314,42 @@ def _encoder_config(data: object, file: Path) -> EncoderConfig:
         return EncoderConfig.from_dict(data)
     except (TypeError, ValueError) as error:
         raise ModelFileError(f"{str(file)!r}: bad encoder config {data!r}: {error}") from error
+
+
+_SLACK_WEIGHTS = 1 << 24  # 64 MB of float32
+
+
+def _check_weights_size(file: Path, config: EncoderConfig) -> None:
+    """Refuse a config that needs more weights than the file holds, before building the model.
+
+    A config.json with absurd sizes would otherwise allocate (and initialise) gigabytes before
+    the shapes are compared. Only the safetensors header is read; the count is a lower bound
+    (embedding, attention and MLP matrices, projection). A file whose header does not parse is
+    left to :func:`_read_weights` to report.
+    """
+    try:
+        with open(file, "rb") as handle:
+            length = int.from_bytes(handle.read(8), "little")
+            if not 0 < length <= file.stat().st_size - 8:
+                return
+            header = json.loads(handle.read(length))
+        held = sum(
+            math.prod(entry["shape"])
+            for name, entry in header.items()
+            if name != "__metadata__" and isinstance(entry, dict)
+        )
+    except (OSError, ValueError, TypeError, KeyError):
+        return
+    h = config.hidden
+    needed = config.vocab_size * h + config.layers * (4 * h * h + 2 * h * config.mlp)
+    needed += config.dim * h
+    # A few MB too many are left to the shape comparison (it names the tensor, and building the
+    # model first costs little); only a config that would allocate much more is refused here.
+    if needed > held + _SLACK_WEIGHTS:
+        raise ModelFileError(
+            f"{str(file)!r} holds {held} weights, too few for the at least {needed} of its "
+            f"config {config.to_dict()!r} (weights from another model size?)"
+        )
 
 
 def _read_weights(file: Path, encoder: Encoder) -> dict[str, torch.Tensor]:

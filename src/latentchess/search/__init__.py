@@ -26,10 +26,11 @@ Game-theoretic terminals are exact and never embedded: a checkmate scores ``+-(M
 a win for either side. Terminal children take part in every node's top-k like any other child, so a
 mate among a node's children is always found even when the static scores would prune it.
 
-Static scores are kept in an :class:`EmbeddingCache` keyed by the Polyglot Zobrist hash, which
-covers pieces, castling rights, the en-passant file and the side to move but not the halfmove
-clock or the move number: a position reached with other clocks reuses the score of the first
-encounter (the tokens include the clocks, so a fresh embedding could differ slightly).
+Static scores are kept in an :class:`EmbeddingCache` keyed by everything the model reads: the
+Polyglot Zobrist hash (pieces, castling rights, the en-passant file, the side to move) extended by
+the halfmove clock and the move number (:func:`latentchess.fastboard.cache_keys`), so a position
+reached with other clocks is scored afresh, as the tokens differ. Repetitions and move hints use
+the plain Zobrist hash.
 
 Modules: ``base`` (settings, results, value scale), ``cache`` (the embedding cache), ``tree`` (one
 fixed-depth search: child generation, minimax with cutoffs, beam), ``searcher`` (iterative

@@ -1,4 +1,4 @@
-"""The embedding cache: axis scores by Zobrist hash, bounded, kept across the moves of a game."""
+"""The embedding cache: axis scores by position key, bounded, kept across the moves of a game."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ NORMAL, MATED, DRAWN = 0, 1, 2
 
 
 class EmbeddingCache:
-    """Bounded LRU map from a position's Zobrist hash to its axis score and terminal status.
+    """Bounded LRU map from a position's key to its axis score and terminal status.
 
     It stores what the search needs from an embedding (its projection on the axis, one float)
-    rather than the vector: about 220 bytes a position, so a million fit in ~220 MB. Keys are
-    Polyglot Zobrist hashes (:func:`chess.polyglot.zobrist_hash`: pieces, castling rights,
-    en-passant file, side to move); the halfmove clock and move number are not part of the key.
-    It survives across the moves of a game; hits and misses are counted over its lifetime.
+    rather than the vector: about 220 bytes a position, so a million fit in ~220 MB. The search
+    keys it with :func:`latentchess.fastboard.cache_keys` (the Polyglot Zobrist hash extended by
+    the halfmove clock and move number, everything the model's tokens show). It survives across
+    the moves of a game; hits and misses are counted over its lifetime.
     """
 
     def __init__(self, capacity: int) -> None:

@@ -48,6 +48,26 @@ class Searcher:
         else:
             self.seconds_per_position = 0.7 * self.seconds_per_position + 0.3 * per
 
+    def _expected_time(
+        self, lookups: int, previous_lookups: int, misses: int, other_time: float
+    ) -> float:
+        """Expected seconds of the next iteration, from the counts of the last two.
+
+        Only cache misses reach the scorer. From a cold cache the next iteration meets about
+        twice the last one's lookups as new positions (it looks up about three times as many,
+        and the last one's are cached). A warm cache (the tree of an earlier move or search)
+        answers part of them: the share of the last iteration's new lookups (those beyond the
+        iteration before) that missed scales the estimate, so an iteration answered from the
+        cache predicts a cheap next one. If that one meets new positions after all, it still
+        aborts before any scorer batch that would end after the deadline: an under-estimate
+        costs time up to the deadline, never a flag. The time outside the scorer grows with the
+        lookups.
+        """
+        fresh = min(misses / max(lookups - previous_lookups, 1), 1.0)
+        growth = min(max(lookups / previous_lookups, 1.5), 8.0) if previous_lookups else 3.0
+        model = 2.0 * lookups * fresh * self.seconds_per_position
+        return model + growth * other_time
+
     def new_game(self) -> None:
         """Forget cached scores and move hints (keeps results independent of earlier games)."""
         self.cache.clear()
@@ -99,18 +119,17 @@ class Searcher:
         history = _history(board)
         best: SearchResult | None = None
         totals = [0, 0, 0.0, 0]  # nodes, cache hits, scorer time, scorer calls
-        last_time = growth = 0.0
-        last_lookups = 0
+        last_other_time = 0.0  # the last iteration's time outside the scorer
+        last_lookups = last_misses = previous_lookups = 0
         partial = False
         for current in range(1 if iterate else depth, depth + 1):
             now = time.monotonic()
             if best is not None:
                 if soft_deadline is not None and now >= soft_deadline:
                     break
-                # The next iteration looks up about three times the positions of this one, and
-                # the new ones need the scorer, even when this one was answered from the cache.
-                uncached = 2.0 * last_lookups * self.seconds_per_position
-                expected = max(last_time * (growth or 3.0), uncached)
+                expected = self._expected_time(
+                    last_lookups, previous_lookups, last_misses, last_other_time
+                )
                 if deadline is not None and now + expected > deadline:
                     break
             run = Run(
@@ -142,9 +161,9 @@ class Searcher:
             if result is None:
                 break
             elapsed = time.perf_counter() - iteration_began
-            if last_time > 0.01:
-                growth = min(max(elapsed / last_time, 1.5), 8.0)
-            last_time, last_lookups = elapsed, run.nodes + run.cache_hits
+            previous_lookups, last_lookups = last_lookups, run.nodes + run.cache_hits
+            last_misses = run.nodes
+            last_other_time = max(elapsed - run.scorer_time, 0.0)
             best = result
             _fill(best, totals, began)
             if on_iteration is not None:

@@ -12,7 +12,7 @@ import chess
 import numpy as np
 
 from latentchess.core import Board as NativeBoard
-from latentchess.fastboard import zobrist_hashes
+from latentchess.fastboard import clock_cache_keys, zobrist_hashes
 from latentchess.search.base import MATE_VALUE, RootMove, SearchResult
 from latentchess.search.cache import DRAWN, MATED, NORMAL
 
@@ -30,13 +30,14 @@ class AbortedError(Exception):
 
 
 class _Child:
-    """A generated child position: the move, the board after it, its hash and value.
+    """A generated child position: the move, the board after it, its hashes and value.
 
-    The python-chess board is built on first use (``board``): with native expansion most
-    children (cached, terminal, cut off) never need one.
+    ``key`` is the Polyglot Zobrist hash (repetitions, move hints); ``cache_key`` adds the clocks,
+    which the model reads, and keys the score cache. The python-chess board is built on first use
+    (``board``): with native expansion most children (cached, terminal, cut off) never need one.
     """
 
-    __slots__ = ("_board", "clock", "key", "move", "parent", "terminal", "value")
+    __slots__ = ("_board", "cache_key", "clock", "key", "move", "parent", "terminal", "value")
 
     def __init__(self, move: chess.Move, parent: chess.Board) -> None:
         self.move = move
@@ -44,6 +45,7 @@ class _Child:
         self._board: chess.Board | None = None
         self.key = 0
         self.clock = 0
+        self.cache_key = 0
         self.value = 0.0
         self.terminal = False
 
@@ -139,7 +141,7 @@ class Run:
         """Children of each parent, valued from the cache or as terminals where possible.
 
         Returns:
-            The children per parent, and the children still to score grouped by hash.
+            The children per parent, and the children still to score grouped by cache key.
         """
         families: list[list[_Child]] = []
         flat: list[_Child] = []
@@ -162,6 +164,16 @@ class Run:
             for child, key in zip(flat, keys, strict=True):
                 child.key, child.clock = key, child.board.halfmove_clock
             native = [-1] * len(flat)
+        # The score cache keys on everything the model reads: the Zobrist hash and both clocks
+        # (a child's move number is its parent's, plus one after a Black move).
+        fullmoves = [
+            board.fullmove_number + (board.turn == chess.BLACK)
+            for (board, _, _), children in zip(parents, families, strict=True)
+            for _ in children
+        ]
+        score_keys = clock_cache_keys(
+            [c.key for c in flat], [c.clock for c in flat], fullmoves
+        ).tolist()
         cache = self.searcher.cache
         draw = self.config.draw_score
         start = 0
@@ -171,11 +183,12 @@ class Run:
                 mate_value = -mate_value
             for index, child in enumerate(children, start):
                 key = child.key
-                entry = cache.get(key)
+                child.cache_key = score_key = score_keys[index]
+                entry = cache.get(score_key)
                 if entry is None:
                     status = native[index] if native[index] >= 0 else _status(child.board)
                     if status != NORMAL:
-                        cache.put(key, 0.0, status)
+                        cache.put(score_key, 0.0, status)
                 else:
                     self.cache_hits += 1
                     child.value, status = entry
@@ -184,7 +197,7 @@ class Run:
                 elif status == DRAWN or _is_draw(child.clock, key, self.history, path):
                     child.value, child.terminal = draw, True
                 elif entry is None:
-                    missing.setdefault(key, []).append(child)
+                    missing.setdefault(score_key, []).append(child)
             start += len(children)
         return families, missing
 
@@ -287,7 +300,7 @@ class Run:
         children = families[0]
         white = board.turn == chess.WHITE
         pick = max if white else min
-        valued = [c for c in children if c.key not in missing]
+        valued = [c for c in children if c.cache_key not in missing]
         if missing:
             pending = sorted(missing.items(), key=lambda item: _refutation_order(board, item[1][0]))
             chunk = self.config.leaf_chunk

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import chess
 import chess.engine
 
+from latentchess.search.base import MAX_DEPTH
+
 __all__ = [
     "Command",
     "Uci",
@@ -28,6 +30,7 @@ __all__ = [
     "parse_command",
     "build_position",
     "go_limit",
+    "mate_depth",
     "ENGINE_NAME",
     "ENGINE_AUTHOR",
 ]
@@ -146,6 +149,8 @@ _GO_INT_PARAMS = (
     "mate",
     "perft",
 )
+_GO_MAX = 2**31 - 1
+"""Largest ``go`` value kept (a 24-day clock in ms); larger ones are clamped to it."""
 _GO_WORDS = (*_GO_INT_PARAMS, "infinite", "ponder", "searchmoves")
 _SIMPLE = {
     "uci": Uci(),
@@ -229,7 +234,7 @@ def _parse_go(args: list[str]) -> Go:
             if number is None:
                 problems.append(f"ignored 'go {token}' with bad value {raw!r}")
             else:
-                values[token] = max(number, 0)
+                values[token] = min(max(number, 0), _GO_MAX)
         elif token == "searchmoves":
             while index < len(args) and args[index] not in _GO_WORDS:
                 searchmoves.append(args[index])
@@ -305,15 +310,24 @@ def _check_status(board: chess.Board, fen: str | None) -> list[str]:
     return warnings
 
 
+def mate_depth(mate: int) -> int:
+    """Plies to search for ``go mate N``: a mate in ``N`` moves is ``2N - 1`` plies deep."""
+    return max(1, min(2 * mate - 1, MAX_DEPTH))
+
+
 def go_limit(go: Go) -> chess.engine.Limit:
-    """A ``go`` command's limits in python-chess terms (seconds)."""
+    """A ``go`` command's limits in python-chess terms (seconds).
+
+    ``go mate N`` becomes a depth of ``2N - 1`` plies (the smaller one if ``depth`` is given too);
+    the search ends as soon as it proves a mate.
+    """
 
     def seconds(ms: int | None) -> float | None:
         return None if ms is None else ms / 1000.0
 
     return chess.engine.Limit(
         time=seconds(go.movetime),
-        depth=go.depth,
+        depth=go.depth if go.mate is None else min(go.depth or MAX_DEPTH, mate_depth(go.mate)),
         nodes=go.nodes,
         white_clock=seconds(go.wtime),
         black_clock=seconds(go.btime),

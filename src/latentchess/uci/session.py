@@ -34,6 +34,7 @@ from latentchess.uci.protocol import (
     Unknown,
     build_position,
     go_limit,
+    mate_depth,
     parse_command,
 )
 
@@ -138,6 +139,8 @@ class UciSession:
         self._base_config = config
         self._model_loader = model_loader or _load_model
         self.board: chess.Board | None = None
+        self.position_error: str | None = None
+        """Why there is no position (a refused ``position``), for the ``go`` that follows."""
         self.debug = False
         self.model: LatentModel | None = None
         self.model_error: str | None = None
@@ -260,7 +263,10 @@ class UciSession:
             self._uci()
         elif isinstance(command, IsReady):
             if self._search is None or not self._search.thread.is_alive():
-                self.wait_ready()  # while searching, the engine is obviously loaded
+                try:
+                    self.wait_ready()  # while searching, the engine is obviously loaded
+                except Exception as error:  # a GUI waits for readyok: never leave it hanging
+                    self.info(f"engine not ready ({type(error).__name__}: {error})")
             self.write("readyok")
         elif isinstance(command, UciNewGame):
             self._stop_search()
@@ -274,7 +280,13 @@ class UciSession:
         elif isinstance(command, Stop):
             self._stop_search()
         elif isinstance(command, PonderHit):
-            self._ponderhit()
+            try:
+                self._ponderhit()
+            except Exception as error:  # the GUI now waits for a bestmove: send it
+                self.info(f"ponderhit failed ({type(error).__name__}: {error}); answering now")
+                if self._search is not None:
+                    self._search.budgeted.set()
+                    self._search.stop.set()
         elif isinstance(command, SetOption):
             self._stop_search()
             self._setoption(command)
@@ -359,15 +371,26 @@ class UciSession:
         try:
             board, warnings = build_position(command)
         except PositionError as error:
-            kept = "keeping the previous position" if self.board else "no position set"
-            self.info(f"refused position: {error}; {kept}")
+            # Never answer a later `go` with a move for the previous board: the GUI means
+            # another position, so until a valid one arrives there is none.
+            self.board, self.position_error = None, f"refused position: {error}"
+            self.info(f"{self.position_error}; no position set")
             return
         for warning in warnings:
             self.info(f"repaired position: {warning}")
-        self.board = board
+        self.board, self.position_error = board, None
 
     def _go(self, go: Go, received: float) -> None:
+        """Start a search; whatever fails, exactly one ``bestmove`` answers this ``go``."""
         self._stop_search()
+        board = self.board.copy() if self.board is not None else None
+        try:
+            self._start_search(go, board, received)
+        except Exception as error:  # the search thread did not start: answer here
+            self.info(f"go failed ({type(error).__name__}: {error}); playing without search")
+            self.write(f"bestmove {_fallback(board)}")
+
+    def _start_search(self, go: Go, board: chess.Board | None, received: float) -> None:
         for problem in go.problems:
             self.info(problem)
         if go.perft is not None and self.board is not None:
@@ -375,11 +398,15 @@ class UciSession:
             return
         if go.searchmoves:
             self.info("searchmoves is not supported; searching all moves")
-        if self.board is None:
-            self.info("go without a valid position")
+        if go.mate is not None:
+            self.info(
+                f"go mate {go.mate}: searching {mate_depth(go.mate)} plies for a mate (mates "
+                f"outside the {self.options.width} best moves of a node are not seen)"
+            )
+        if board is None:
+            self.info(f"go without a valid position ({self.position_error or 'none was set'})")
             self.write("bestmove 0000")
             return
-        board = self.board.copy()
         if not any(board.generate_legal_moves()):
             self.info("no legal moves in this position")
             self.write("bestmove 0000")
@@ -388,10 +415,8 @@ class UciSession:
         if engine is None:
             # Never forfeit a game over a missing model: answer with a legal move (a capture if
             # there is one, the first generated move otherwise) and say why.
-            moves = list(board.legal_moves)
-            fallback = next((m for m in moves if board.is_capture(m)), moves[0])
             self.info(f"{self.model_error or 'no model'}; playing a fallback move without search")
-            self.write(f"bestmove {fallback.uci()}")
+            self.write(f"bestmove {_fallback(board)}")
             return
         stop = threading.Event()
         search = _Search(threading.Thread(target=lambda: None), stop, go, board)
@@ -422,7 +447,6 @@ class UciSession:
     def _run_search(self, engine: LatentEngine, search: _Search, received: float) -> None:
         board, go = search.board, search.go
         infinite = go.infinite or go.ponder
-        limit = go_limit(go) if not infinite else chess.engine.Limit(depth=go.depth, nodes=go.nodes)
 
         def on_iteration(result: SearchResult) -> None:
             self.write(format_info(result, board.turn, engine))
@@ -431,6 +455,9 @@ class UciSession:
                 search.stop.set()  # after ponderhit: the clock's soft limit, as in a timed go
 
         try:
+            limit = go_limit(go)
+            if infinite:
+                limit = chess.engine.Limit(depth=limit.depth, nodes=limit.nodes)
             result = engine.search(
                 board,
                 limit,
@@ -494,6 +521,16 @@ class UciSession:
     def close(self) -> None:
         """Stop any search (sending its ``bestmove``)."""
         self._stop_search()
+
+
+def _fallback(board: chess.Board | None) -> str:
+    """A legal move without search (a capture if there is one), or ``0000`` when none exists."""
+    if board is None:
+        return "0000"
+    moves = list(board.legal_moves)
+    if not moves:
+        return "0000"
+    return next((m for m in moves if board.is_capture(m)), moves[0]).uci()
 
 
 def _warm_up(model: LatentModel) -> float:
