@@ -30,8 +30,8 @@ __all__ = [
     "native_position",
 ]
 
-EVALUATORS = ("hce", "material")
-"""Evaluators built into the core: the hand-crafted evaluation and material+PST only."""
+EVALUATORS = ("hce", "pesto")
+"""Evaluators built into the core: the hand-crafted evaluation, and its PeSTO tables alone."""
 
 
 def _native() -> Any:

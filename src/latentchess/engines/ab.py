@@ -29,7 +29,7 @@ class AlphaBetaConfig:
     """Settings of an :class:`AlphaBetaEngine`.
 
     Attributes:
-        evaluator: ``hce`` (hand-crafted) or ``material`` (material and piece-square tables).
+        evaluator: ``hce`` (hand-crafted) or ``pesto`` (its piece-square tables alone).
         hash_mb: transposition table size in MB.
         threads: search threads (only 1 is supported).
         multipv: principal variations reported by :meth:`AlphaBetaEngine.analyse`.

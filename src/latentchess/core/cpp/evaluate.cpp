@@ -1,10 +1,11 @@
-// The hand-crafted evaluation: tapered material and piece-square tables (kept incrementally),
+// The hand-crafted evaluation: tapered material and PeSTO piece-square tables (psqt.h, kept
+// incrementally),
 // pawn structure (cached per pawn configuration), mobility, king safety, bishop pair and rooks on
 // open files. Every number is in centipawns; tables are from White's side (Black mirrors ranks).
 //
 // Invariants:
-// - The piece-square tables are `constexpr`, built by formulas below at compile time; nothing
-//   here is mutable outside an evaluator object.
+// - The piece-square tables are `constexpr` data (psqt.h); nothing here is mutable outside an
+//   evaluator object.
 // - `stack_.back()` always equals `accumulate(position)` for the position being searched.
 #include "evaluate.h"
 
@@ -14,110 +15,24 @@
 #include <stdexcept>
 
 #include "bitboard.h"
+#include "psqt.h"
 
 namespace latentchess::core {
 namespace {
 
 // -- material and piece-square tables -----------------------------------------------------------
 
-constexpr int kMaterialMiddlegame[7] = {0, 82, 337, 365, 477, 1025, 0};
-constexpr int kMaterialEndgame[7] = {0, 94, 281, 297, 512, 936, 0};
 constexpr int kPhaseWeight[7] = {0, 0, 1, 1, 2, 4, 0};
 constexpr int kFullPhase = 24;
+using psqt::kMaterialMiddlegame;
 
-constexpr int absolute(int x) { return x < 0 ? -x : x; }
-
-// 0 on the four centre squares .. 3 on the rim.
-constexpr int centre_distance(int square) {
-  const int file = square % 8, rank = square / 8;
-  const int file_distance = absolute(2 * file - 7), rank_distance = absolute(2 * rank - 7);
-  return ((file_distance > rank_distance ? file_distance : rank_distance) - 1) / 2;
-}
-
-struct SquareBonus {
-  int middlegame;
-  int endgame;
-};
-
-// Positional bonus of a White piece of `type` on `square` (rank 0 = White's back rank).
-constexpr SquareBonus square_bonus(int type, int square) {
-  const int file = square % 8, rank = square / 8, centre = centre_distance(square);
-  const bool central_file = file == 3 || file == 4;
-  switch (type) {
-    case Pawn: {
-      constexpr int advance_mg[8] = {0, 0, 2, 6, 14, 28, 55, 0};
-      constexpr int advance_eg[8] = {0, 0, 4, 10, 22, 40, 70, 0};
-      int middlegame = advance_mg[rank];
-      if (central_file && (rank == 3 || rank == 4)) middlegame += 18;
-      if (central_file && rank == 1) middlegame -= 8;  // unmoved centre pawns block the bishops
-      if ((file == 2 || file == 5) && rank == 3) middlegame += 6;
-      return {middlegame, advance_eg[rank]};
-    }
-    case Knight: {
-      constexpr int mg[4] = {22, 10, -6, -30};
-      constexpr int eg[4] = {16, 8, -6, -24};
-      const int outpost = (rank == 4 || rank == 5) && centre <= 2 ? 8 : 0;
-      return {mg[centre] + outpost, eg[centre]};
-    }
-    case Bishop: {
-      constexpr int mg[4] = {10, 8, 0, -12};
-      constexpr int eg[4] = {8, 5, 0, -10};
-      const bool long_diagonal = file == rank || file + rank == 7;
-      return {mg[centre] + (long_diagonal ? 6 : 0), eg[centre]};
-    }
-    case Rook: {
-      const int seventh = rank == 6 ? 18 : 0;
-      const int centre_file = (file >= 2 && file <= 5) && rank == 0 ? 6 : 0;
-      return {seventh + centre_file, rank == 6 ? 12 : 0};
-    }
-    case Queen: {
-      constexpr int mg[4] = {4, 3, 0, -6};
-      constexpr int eg[4] = {12, 8, 0, -12};
-      return {mg[centre], eg[centre]};
-    }
-    case King: {
-      constexpr int eg[4] = {30, 16, 0, -28};
-      int middlegame = 0;
-      if (rank == 0) {
-        constexpr int back_rank[8] = {10, 22, 12, -5, -5, -8, 25, 12};
-        middlegame = back_rank[file];
-      } else if (rank == 1) {
-        middlegame = -18;
-      } else {
-        middlegame = -30 - 12 * rank;
-      }
-      return {middlegame, eg[centre]};
-    }
-    default:
-      return {0, 0};
-  }
-}
-
-struct PieceSquareTables {
-  // [piece type][square], White's view, material included.
-  SquareBonus table[7][64];
-};
-
-constexpr PieceSquareTables build_tables() {
-  PieceSquareTables tables{};
-  for (int type = Pawn; type <= King; ++type) {
-    for (int square = 0; square < 64; ++square) {
-      const SquareBonus bonus = square_bonus(type, square);
-      tables.table[type][square] = {bonus.middlegame + kMaterialMiddlegame[type],
-                                    bonus.endgame + kMaterialEndgame[type]};
-    }
-  }
-  return tables;
-}
-
-constexpr PieceSquareTables kTables = build_tables();
-
-// Score of a piece of `color` and `type` on `square`, White's view (Black's scores negated).
+// Score of a piece of `color` and `type` on `square`, material included, White's view (Black's
+// scores negated). See psqt.h for the tables' layout.
 TaperedScore piece_square(Color color, PieceType type, Square square) {
-  const int relative = color == White ? square : square ^ 56;
-  const SquareBonus bonus = kTables.table[type][relative];
-  return color == White ? TaperedScore{bonus.middlegame, bonus.endgame}
-                        : TaperedScore{-bonus.middlegame, -bonus.endgame};
+  const int index = color == White ? square ^ 56 : square;
+  const int middlegame = psqt::kMaterialMiddlegame[type] + psqt::kMiddlegame[type - 1][index];
+  const int endgame = psqt::kMaterialEndgame[type] + psqt::kEndgame[type - 1][index];
+  return color == White ? TaperedScore{middlegame, endgame} : TaperedScore{-middlegame, -endgame};
 }
 
 // -- masks ----------------------------------------------------------------------------------------
@@ -380,12 +295,12 @@ int HandCraftedEvaluator::evaluate(const Position& position) {
 
 std::unique_ptr<Evaluator> make_evaluator(const std::string& name) {
   if (name == "hce") return std::make_unique<HandCraftedEvaluator>();
-  if (name == "material") {
+  if (name == "pesto") {
     HandCraftedTerms terms;
     terms.pawn_structure = terms.mobility = terms.king_safety = terms.pieces = false;
     return std::make_unique<HandCraftedEvaluator>(terms);
   }
-  throw std::invalid_argument("unknown evaluator '" + name + "' (known: hce, material)");
+  throw std::invalid_argument("unknown evaluator '" + name + "' (known: hce, pesto)");
 }
 
 }  // namespace latentchess::core

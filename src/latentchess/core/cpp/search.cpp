@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "bitboard.h"
 #include "see.h"
 
 namespace latentchess::core {
@@ -22,6 +23,36 @@ namespace {
 constexpr std::int64_t kNodesPerCheck = 1024;
 
 bool is_mate_score(int score) { return std::abs(score) >= kMateInMaxPly; }
+
+// Whether `move` may give check: exact for ordinary moves (direct and discovered checks);
+// castling, en passant and promotions answer true (they are never pruned on this basis).
+bool may_give_check(const Position& position, Move move) {
+  const Square from = move.from(), to = move.to();
+  const PieceType moved = position.piece_type_on(from);
+  if (move.promotion() != NoPieceType) return true;
+  if (moved == King && (to - from == 2 || from - to == 2)) return true;
+  if (moved == Pawn && to == position.en_passant_square()) return true;
+  const Color us = position.side_to_move();
+  const Color them = us == White ? Black : White;
+  const Square king = position.king_square(them);
+  const Bitboard occupied = (position.occupied() ^ square_bb(from)) | square_bb(to);
+  Bitboard direct = 0;
+  switch (moved) {
+    case Pawn: direct = attacks_from_pawn(us, to); break;
+    case Knight: direct = attacks_from_knight(to); break;
+    case Bishop: direct = attacks_from_bishop(to, occupied); break;
+    case Rook: direct = attacks_from_rook(to, occupied); break;
+    case Queen: direct = attacks_from_queen(to, occupied); break;
+    default: break;
+  }
+  if (direct & square_bb(king)) return true;
+  const Bitboard others = ~square_bb(from);
+  const Bitboard diagonal =
+      (position.pieces(us, Bishop) | position.pieces(us, Queen)) & others;
+  const Bitboard straight = (position.pieces(us, Rook) | position.pieces(us, Queen)) & others;
+  return (attacks_from_bishop(king, occupied) & diagonal) ||
+         (attacks_from_rook(king, occupied) & straight);
+}
 
 }  // namespace
 
@@ -48,7 +79,6 @@ Search::Search(const Position& root, TranspositionTable& table, Evaluator& evalu
 void Search::do_move(Move move) {
   evaluator_.on_do_move(position_, move);
   position_.do_move(move);
-  ++nodes_;
 }
 
 void Search::undo_move() {
@@ -59,7 +89,6 @@ void Search::undo_move() {
 void Search::do_null_move() {
   evaluator_.on_do_null_move();
   position_.do_null_move();
-  ++nodes_;
 }
 
 void Search::undo_null_move() {
@@ -266,6 +295,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   const bool pv_node = beta - alpha > 1;
   pv_length_[ply] = 0;
   if (should_stop()) return 0;
+  ++nodes_;
   if (ply > seldepth_) seldepth_ = ply;
 
   if (is_draw()) return kDraw;
@@ -278,7 +308,10 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
 
   const bool in_check = position_.in_check();
   if (in_check) ++depth;  // check extension
-  if (depth <= 0) return quiescence(alpha, beta, ply);
+  if (depth <= 0) {
+    --nodes_;  // counted again by the quiescence search
+    return quiescence(alpha, beta, ply);
+  }
 
   const std::uint64_t key = position_.key();
   const ProbeResult entry = table_.probe(key);
@@ -362,14 +395,14 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       }
     }
 
-    plies_[ply].current = move;
-    do_move(move);
-    const bool gives_check = position_.in_check();
-    if (prune_unless_check && !gives_check) {
-      undo_move();
+    if (prune_unless_check && !may_give_check(position_, move)) {
       if (quiet && quiet_count < 64) quiets_tried[quiet_count++] = move;
       continue;
     }
+
+    plies_[ply].current = move;
+    do_move(move);
+    const bool gives_check = position_.in_check();
     const int new_depth = depth - 1;
     int score = 0;
     if (move_number == 1) {
@@ -430,6 +463,7 @@ int Search::quiescence(int alpha, int beta, int ply) {
   const bool pv_node = beta - alpha > 1;
   pv_length_[ply] = 0;
   if (should_stop()) return 0;
+  ++nodes_;
   if (ply > seldepth_) seldepth_ = ply;
   if (is_draw()) return kDraw;
   if (ply >= kMaxPly) return evaluator_.evaluate(position_);
