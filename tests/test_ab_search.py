@@ -118,11 +118,12 @@ def test_node_and_time_limits(engine: AlphaBeta) -> None:
 def test_stop_signal_and_plain_event_end_an_infinite_search(engine: AlphaBeta) -> None:
     for stop in (StopSignal(), threading.Event()):
         infos: list[core_search.SearchInfo] = []
-        thread = threading.Thread(
-            target=lambda s=stop: engine.search(
-                chess.Board(), chess.engine.Limit(), infinite=True, stop=s, on_iteration=infos.append
-            )
-        )
+
+        def search(signal: threading.Event = stop, seen: list = infos) -> None:
+            board, limit = chess.Board(), chess.engine.Limit()
+            engine.search(board, limit, infinite=True, stop=signal, on_iteration=seen.append)
+
+        thread = threading.Thread(target=search)
         thread.start()
         time.sleep(0.3)
         began = time.monotonic()

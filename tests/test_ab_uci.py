@@ -9,8 +9,8 @@ import time
 
 import chess
 import chess.engine
-from evaluation_fixtures import require_stockfish
 
+from evaluation_fixtures import require_stockfish
 from latentchess.engines.ab import AlphaBetaEngine
 from latentchess.evaluation.limits import parse_limit
 from latentchess.evaluation.match import MatchConfig, Player, run_match

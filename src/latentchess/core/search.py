@@ -138,6 +138,8 @@ class SearchOutcome:
         info: the last completed iteration.
         nodes: all nodes searched, the interrupted last iteration included.
         time_s: wall time of the native search.
+        soft_s: the time manager's target for this search (None without a time limit).
+        hard_s: the time manager's hard limit (None without a time limit).
     """
 
     best_move: chess.Move | None
@@ -145,6 +147,8 @@ class SearchOutcome:
     info: SearchInfo
     nodes: int
     time_s: float
+    soft_s: float | None = None
+    hard_s: float | None = None
 
 
 def _info(raw: dict[str, Any], board: chess.Board) -> SearchInfo:
@@ -261,4 +265,6 @@ class AlphaBeta:
             info=_info(raw, board),
             nodes=raw["total_nodes"],
             time_s=raw["total_time_ms"] / 1000.0,
+            soft_s=raw["soft_ms"] / 1000.0 if raw["soft_ms"] >= 0 else None,
+            hard_s=raw["hard_ms"] / 1000.0 if raw["hard_ms"] >= 0 else None,
         )

@@ -64,7 +64,9 @@ class AlphaBetaConfig:
         if self.nodes is not None and self.nodes < 1:
             raise EngineError(f"nodes must be positive, got {self.nodes!r}")
         if not 0 <= self.move_overhead_ms <= 10000:
-            raise EngineError(f"move overhead must lie in [0, 10000] ms, got {self.move_overhead_ms!r}")
+            raise EngineError(
+                f"move overhead must lie in [0, 10000] ms, got {self.move_overhead_ms!r}"
+            )
 
 
 def _capped(limit: chess.engine.Limit, config: AlphaBetaConfig) -> chess.engine.Limit:
@@ -126,7 +128,9 @@ class AlphaBetaEngine:
                 try:
                     value = int(value)  # type: ignore[call-overload]
                 except (TypeError, ValueError):
-                    raise EngineError(f"ab option {key!r} needs an integer, got {value!r}") from None
+                    raise EngineError(
+                        f"ab option {key!r} needs an integer, got {value!r}"
+                    ) from None
             fields[field_name] = str(value) if field_name == "evaluator" else value
         return cls(AlphaBetaConfig(**fields), name=name)  # type: ignore[arg-type]
 

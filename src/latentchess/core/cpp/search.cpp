@@ -220,6 +220,8 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
   if (root_moves_[0].pv.size() > 1) result.ponder_move = root_moves_[0].pv[1];
   result.nodes = nodes_;
   result.time_ms = time_.elapsed_ms();
+  result.soft_ms = time_.soft_ms();
+  result.hard_ms = time_.hard_ms();
   return result;
 }
 

@@ -55,6 +55,8 @@ struct SearchResult {
   IterationReport last;  // the last completed iteration (lines may be empty: no legal move)
   std::uint64_t nodes = 0;  // all nodes, the interrupted iteration included
   std::int64_t time_ms = 0;
+  std::int64_t soft_ms = -1;  // the time manager's budgets (-1: none), for measurements
+  std::int64_t hard_ms = -1;
 };
 
 using IterationCallback = std::function<void(const IterationReport&)>;

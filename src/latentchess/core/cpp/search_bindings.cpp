@@ -120,6 +120,8 @@ py::dict run_search(SearchEngine& engine, const Position& position, const Search
                                                : py::object(py::str(result.ponder_move.to_uci()));
   out["total_nodes"] = result.nodes;
   out["total_time_ms"] = result.time_ms;
+  out["soft_ms"] = result.soft_ms;
+  out["hard_ms"] = result.hard_ms;
   return out;
 }
 

@@ -35,9 +35,11 @@ class TimeManager {
   std::int64_t elapsed_ms() const;
   bool has_deadline() const { return hard_ms_ >= 0; }
   bool past_hard_limit() const { return hard_ms_ >= 0 && elapsed_ms() >= hard_ms_; }
-  // Whether another iteration should start, given how much of the soft budget is used.
-  bool may_start_iteration() const { return soft_ms_ < 0 || elapsed_ms() < soft_ms_ / 2; }
-  bool past_soft_limit() const { return soft_ms_ >= 0 && elapsed_ms() >= soft_ms_; }
+  // Whether another iteration should start (one that starts past half the target rarely ends
+  // before it; a fixed move time is used in full).
+  bool may_start_iteration() const {
+    return iteration_ms_ < 0 || elapsed_ms() < iteration_ms_;
+  }
   std::int64_t soft_ms() const { return soft_ms_; }
   std::int64_t hard_ms() const { return hard_ms_; }
 
@@ -45,6 +47,7 @@ class TimeManager {
   Clock::time_point start_;
   std::int64_t soft_ms_ = -1;
   std::int64_t hard_ms_ = -1;
+  std::int64_t iteration_ms_ = -1;
 };
 
 }  // namespace latentchess::core
