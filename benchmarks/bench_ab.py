@@ -10,8 +10,9 @@ Sections:
    search call returns) and (b) over a pipe to ``latentchess uci --engine ab`` (``stop`` written
    until the ``bestmove`` line is read), after ``go infinite`` ran for a random 50-300 ms.
 3. ``clock``: self-play games under sudden-death-with-increment clocks (in-process, every move's
-   wall time measured around ``play``); per move, the time used against the time manager's
-   hard limit and against the clock; reported as a distribution, and whether any clock fell.
+   wall time measured around the search call); per move, the time used against the time
+   manager's hard limit and against the clock, as a distribution; a clock that falls ends its
+   game (counted as a flag).
 
 The machine is shared; the load average is recorded at the start and the end. Usage::
 
@@ -201,8 +202,6 @@ def bench_clock(base: float, increment: float, games: int, max_plies: int) -> di
             outcome = engines[turn].search(board, limit)
             spent = time.perf_counter() - began
             remaining = clocks[turn] - spent
-            if remaining < 0:
-                flags += 1
             rows.append(
                 {
                     "clock_before_s": clocks[turn],
@@ -211,7 +210,10 @@ def bench_clock(base: float, increment: float, games: int, max_plies: int) -> di
                     "soft_s": outcome.soft_s or 0.0,
                 }
             )
-            clocks[turn] = max(0.0, remaining) + increment
+            if remaining < 0:
+                flags += 1  # the game is lost on time: it ends here, as in a match
+                break
+            clocks[turn] = remaining + increment
             assert outcome.best_move is not None
             board.push(outcome.best_move)
         print(f"clock {base}+{increment}: game {game + 1}/{games} done", file=sys.stderr)
@@ -224,7 +226,9 @@ def bench_clock(base: float, increment: float, games: int, max_plies: int) -> di
         "moves": len(rows),
         "flags": flags,
         "spent_minus_hard_limit_ms": _quantiles(over_hard_ms),
-        "spent_over_soft_target": _quantiles([r["spent_s"] / r["soft_s"] for r in rows]),
+        "spent_over_soft_target": _quantiles(
+            [r["spent_s"] / r["soft_s"] for r in rows if r["soft_s"] > 0]
+        ),
         "fraction_of_clock_used": _quantiles(used_of_clock),
         "min_clock_left_s": round(min(r["clock_before_s"] - r["spent_s"] for r in rows), 4),
     }
@@ -310,21 +314,32 @@ def main() -> int:
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "load_start": [round(x, 2) for x in os.getloadavg()],
     }
+    args.out.mkdir(parents=True, exist_ok=True)
+    name = (
+        "ab_search"
+        if sections == {"speed", "stop", "clock"}
+        else "ab_search_" + "_".join(sorted(sections))
+    )
+
+    def save() -> None:  # after every section, so a failure later keeps what was measured
+        result["load_end"] = [round(x, 2) for x in os.getloadavg()]
+        (args.out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+        (args.out / f"{name}.md").write_text(_markdown(result))
+
     if "speed" in sections:
         result["speed"] = bench_speed(0.2 if args.quick else 1.0, 8 if args.quick else 32)
+        save()
     if "stop" in sections:
         repeats = 10 if args.quick else 50
         result["stop"] = {
             "in-process (StopSignal)": _quantiles(bench_stop_in_process(repeats, rng)),
             "UCI over a pipe": _quantiles(bench_stop_over_pipe(repeats, rng)),
         }
+        save()
     if "clock" in sections:
         settings = [(10.0, 0.1, 1 if args.quick else 4), (1.0, 0.01, 1 if args.quick else 4)]
         result["clock"] = [bench_clock(b, i, g, 200) for b, i, g in settings]
-    result["load_end"] = [round(x, 2) for x in os.getloadavg()]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ab_search.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "ab_search.md").write_text(_markdown(result))
+    save()
     print(_markdown(result))
     return 0
 

@@ -140,3 +140,17 @@ def test_short_match_against_stockfish() -> None:
     assert len(result.games) == 2
     for game in result.games:
         assert game.termination in ("normal", "adjudication"), game
+
+
+def test_cli_bestmove_analyse_and_bench(capsys) -> None:
+    from latentchess.cli import main
+
+    fen = "r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4"
+    assert main(["bestmove", fen, "--engine", "ab", "--depth", "3"]) == 0
+    assert capsys.readouterr().out.split()[0] == "h5f7"
+    assert main(["analyse", fen, "--engine", "ab", "--depth", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "Qxf7#" in out and "mate 1" in out
+    assert main(["bench", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "Nodes searched" in out and "Nodes/second" in out

@@ -22,6 +22,7 @@ from latentchess.errors import EngineError
 
 __all__ = [
     "EVALUATORS",
+    "PRUNING",
     "AlphaBeta",
     "SearchInfo",
     "SearchLine",
@@ -29,6 +30,13 @@ __all__ = [
     "StopSignal",
     "native_position",
 ]
+
+PRUNING = {
+    "rfp": "reverse_futility_pruning",
+    "lmp": "late_move_pruning",
+    "see": "see_pruning",
+}
+"""Pruning that can be switched off to measure it: short name -> native switch."""
 
 EVALUATORS = ("hce", "pesto")
 """Evaluators built into the core: the hand-crafted evaluation, and its PeSTO tables alone."""
@@ -214,6 +222,7 @@ class AlphaBeta:
         move_overhead_ms: int = 30,
         stop: threading.Event | None = None,
         on_iteration: Callable[[SearchInfo], None] | None = None,
+        disabled_pruning: frozenset[str] = frozenset(),
     ) -> SearchOutcome:
         """Search ``board`` within ``limit`` (depth, nodes, time, clocks, mate).
 
@@ -226,12 +235,17 @@ class AlphaBeta:
             stop: ends the search early when set (a :class:`StopSignal` at once, any other
                 event within about a thousand nodes).
             on_iteration: called after each completed iteration, on the searching thread.
+            disabled_pruning: names of :data:`PRUNING` switched off (for measurements).
         """
         native = _native()
         limits = native.SearchLimits()
         limits.multipv = max(1, int(multipv))
         limits.infinite = bool(infinite)
         limits.move_overhead_ms = max(0, int(move_overhead_ms))
+        for name in disabled_pruning:
+            if name not in PRUNING:
+                raise EngineError(f"unknown pruning {name!r}; known: {', '.join(PRUNING)}")
+            setattr(limits, PRUNING[name], False)
         if limit.depth is not None:
             limits.depth = max(1, int(limit.depth))
         if limit.nodes is not None:

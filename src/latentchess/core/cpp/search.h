@@ -9,7 +9,8 @@
 // - Scores are centipawns from the side to move's view; |score| >= kMateInMaxPly is a mate
 //   (kMate - |score| plies away). Draws (repetition including the game history before the root,
 //   fifty moves, insufficient material, stalemate) score kDraw.
-// - A search stops within ~1024 nodes of a stop request, the hard time limit or the node limit;
+// - A search stops within ~256 nodes of a stop request or the hard time limit (~1024 nodes of a
+//   polled Python event), at once at the node limit;
 //   results of an interrupted iteration are used only for moves whose search completed.
 // - Given the same position, limits without time, and the same table contents, the search is
 //   deterministic (node counts included): `bench` relies on it.

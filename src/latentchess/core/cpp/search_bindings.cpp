@@ -145,7 +145,10 @@ void bind_search(py::module_& module) {
       .def_readwrite("mate_in", &SearchLimits::mate_in)
       .def_readwrite("infinite", &SearchLimits::infinite)
       .def_readwrite("multipv", &SearchLimits::multipv)
-      .def_readwrite("move_overhead_ms", &SearchLimits::move_overhead_ms);
+      .def_readwrite("move_overhead_ms", &SearchLimits::move_overhead_ms)
+      .def_readwrite("reverse_futility_pruning", &SearchLimits::reverse_futility_pruning)
+      .def_readwrite("late_move_pruning", &SearchLimits::late_move_pruning)
+      .def_readwrite("see_pruning", &SearchLimits::see_pruning);
 
   py::class_<SearchEngine>(module, "SearchEngine",
                            "Alpha-beta search owning its transposition table and evaluator.")

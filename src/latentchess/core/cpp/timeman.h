@@ -24,6 +24,10 @@ struct SearchLimits {
   bool infinite = false;       // search until stopped (depth and nodes still apply)
   int multipv = 1;
   int move_overhead_ms = 30;
+  // Pruning switches, for measuring what each one gains (all on in play).
+  bool reverse_futility_pruning = true;
+  bool late_move_pruning = true;
+  bool see_pruning = true;
 };
 
 class TimeManager {
