@@ -73,20 +73,32 @@ def _quantiles(values: list[float]) -> dict[str, float]:
 # -- 1. speed -------------------------------------------------------------------------------------
 
 
+def _process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc), robust to a crowded machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def bench_speed(movetime: float, positions: int) -> dict[str, Any]:
     boards = bench_boards()[:positions]
     ours = AlphaBeta("hce", hash_mb=16)
     totals = {"ab": [0, 0.0], "stockfish": [0, 0.0]}
+    cpu = {"ab": 0.0, "stockfish": 0.0}
     with chess.engine.SimpleEngine.popen_uci("/usr/games/stockfish") as stockfish:
         stockfish.configure({"Threads": 1, "Hash": 16})
         version = stockfish.id.get("name", "stockfish")
+        pid = stockfish.transport.get_pid()  # type: ignore[attr-defined]
         for index, board in enumerate(boards):
             ours.new_game()
+            began = time.process_time()
             outcome = ours.search(board, chess.engine.Limit(time=movetime), move_overhead_ms=0)
+            cpu["ab"] += time.process_time() - began
             totals["ab"][0] += outcome.nodes
             totals["ab"][1] += outcome.time_s
             stockfish.protocol.send_line("ucinewgame")  # type: ignore[attr-defined]
+            began = _process_cpu_seconds(pid)
             info = stockfish.analyse(board, chess.engine.Limit(time=movetime))
+            cpu["stockfish"] += _process_cpu_seconds(pid) - began
             totals["stockfish"][0] += int(info.get("nodes", 0))
             totals["stockfish"][1] += float(info.get("time", movetime))
             print(
@@ -95,7 +107,11 @@ def bench_speed(movetime: float, positions: int) -> dict[str, Any]:
                 file=sys.stderr,
             )
     nps = {name: int(nodes / seconds) for name, (nodes, seconds) in totals.items()}
+    cpu_nps = {name: int(totals[name][0] / max(cpu[name], 1e-9)) for name in totals}
     return {
+        "cpu_s": {name: round(value, 3) for name, value in cpu.items()},
+        "nps_cpu_time": cpu_nps,
+        "ratio_ab_to_stockfish_cpu_time": round(cpu_nps["ab"] / max(1, cpu_nps["stockfish"]), 3),
         "movetime_s": movetime,
         "positions": len(boards),
         "stockfish_version": version,
@@ -254,15 +270,22 @@ def _markdown(result: dict[str, Any]) -> str:
             f"{speed['positions']} bench positions, {speed['movetime_s']} s each, interleaved; "
             f"{speed['stockfish_version']} with its NNUE, Threads=1, Hash=16.",
             "",
-            "| engine | nodes | time (s) | nodes/s |",
-            "|---|---:|---:|---:|",
+            "| engine | nodes | wall s | nodes / wall s | CPU s | nodes / CPU s |",
+            "|---|---:|---:|---:|---:|---:|",
         ]
         for name in ("ab", "stockfish"):
             lines.append(
                 f"| {name} | {speed['nodes'][name]:,} | {speed['time_s'][name]} | "
-                f"{speed['nps'][name]:,} |"
+                f"{speed['nps'][name]:,} | {speed['cpu_s'][name]} | "
+                f"{speed['nps_cpu_time'][name]:,} |"
             )
-        lines += ["", f"Ratio ab / Stockfish: **{speed['ratio_ab_to_stockfish']}x**.", ""]
+        lines += [
+            "",
+            f"Ratio ab / Stockfish: **{speed['ratio_ab_to_stockfish']}x** per wall second, "
+            f"**{speed['ratio_ab_to_stockfish_cpu_time']}x** per CPU second (the CPU-time "
+            "figures do not depend on how crowded the machine is).",
+            "",
+        ]
     stop = result.get("stop")
     if stop:
         lines += [
