@@ -111,6 +111,7 @@ bool Search::has_non_pawn_material(Color color) const {
 
 bool Search::should_stop() {
   if (stopped_) return true;
+  if (completed_depth_ == 0) return false;  // depth 1 always completes (a few hundred nodes)
   if (limits_.nodes != 0 && nodes_ >= limits_.nodes) return stopped_ = true;
   if ((nodes_ & (kNodesPerCheck - 1)) != 0) return false;
   if (stop_requested_.load(std::memory_order_relaxed)) return stopped_ = true;
@@ -204,6 +205,7 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
       }
       break;
     }
+    completed_depth_ = depth;
     result.last = report(depth, lines);
     if (on_iteration) on_iteration(result.last);
 

@@ -9,8 +9,9 @@
 // - Scores are centipawns from the side to move's view; |score| >= kMateInMaxPly is a mate
 //   (kMate - |score| plies away). Draws (repetition including the game history before the root,
 //   fifty moves, insufficient material, stalemate) score kDraw.
-// - A search stops within ~256 nodes of a stop request or the hard time limit (~1024 nodes of a
-//   polled Python event), at once at the node limit;
+// - Depth 1 always completes, so the move played is never unsearched. After it, a search stops
+//   within ~256 nodes of a stop request or the hard time limit (~1024 nodes of a polled Python
+//   event), at once at the node limit;
 //   results of an interrupted iteration are used only for moves whose search completed.
 // - Given the same position, limits without time, and the same table contents, the search is
 //   deterministic (node counts included): `bench` relies on it.
@@ -119,6 +120,7 @@ class Search {
   HistoryTable history_;
   std::uint64_t nodes_ = 0;
   int seldepth_ = 0;
+  int completed_depth_ = 0;
   bool stopped_ = false;
 };
 
