@@ -180,3 +180,11 @@ def test_bench_signature_is_stable() -> None:
     assert first.positions == len(BENCH_POSITIONS) == 32
     assert first.nodes == second.nodes and first.moves == second.moves
     assert first.nodes > 10_000
+
+
+def test_a_stop_before_the_search_still_completes_depth_one(engine: AlphaBeta) -> None:
+    stop = StopSignal()
+    stop.set()
+    board = chess.Board("r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4")
+    outcome = engine.search(board, chess.engine.Limit(), infinite=True, stop=stop)
+    assert outcome.info.depth == 1 and outcome.best_move == chess.Move.from_uci("h5f7")
