@@ -68,7 +68,7 @@ def native_position(board: chess.Board) -> Any:
 
 
 class StopSignal(threading.Event):
-    """A ``threading.Event`` that also stops the native search watching it, within ~1 ms."""
+    """A ``threading.Event`` that also stops the native search watching it (within 256 nodes)."""
 
     def __init__(self) -> None:
         super().__init__()
