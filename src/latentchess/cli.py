@@ -24,6 +24,7 @@ _COMMAND_MODULES = (
     "latentchess.evaluation.cli",
     "latentchess.plots.cli",
     "latentchess.demo",
+    "latentchess.web.cli",
 )
 
 
