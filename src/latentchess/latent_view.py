@@ -102,10 +102,18 @@ def reference_positions() -> tuple[list[str], FloatArray]:
     return fens, np.asarray(probs, dtype=np.float32)
 
 
-def model_digest(model: LatentModel) -> str:
+Positions = tuple[list[str], FloatArray]
+"""Reference positions: FENs and their White win probabilities."""
+
+
+def model_digest(model: LatentModel, positions: Positions | None = None) -> str:
     """SHA-256 of the model's weights and axis, the position set and the view version."""
     digest = hashlib.sha256(f"latent-view-{VIEW_VERSION}".encode())
-    digest.update(resources.files("latentchess.resources").joinpath(_POSITIONS).read_bytes())
+    if positions is None:
+        digest.update(resources.files("latentchess.resources").joinpath(_POSITIONS).read_bytes())
+    else:
+        digest.update("\n".join(positions[0]).encode())
+        digest.update(np.asarray(positions[1], dtype=np.float32).tobytes())
     for name, tensor in sorted(model.encoder.state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().float().cpu().contiguous().numpy().tobytes())
@@ -113,9 +121,16 @@ def model_digest(model: LatentModel) -> str:
     return digest.hexdigest()
 
 
-def fit_latent_view(model: LatentModel) -> LatentView:
-    """Embed the reference positions and fit the PCA (no cache)."""
-    fens, probs = reference_positions()
+def fit_latent_view(model: LatentModel, positions: Positions | None = None) -> LatentView:
+    """Embed the reference positions and fit the PCA (no cache).
+
+    Args:
+        model: the model.
+        positions: reference positions (default: :func:`reference_positions`).
+    """
+    fens, probs = positions or reference_positions()
+    if len(fens) < 3 or len(fens) != len(probs):
+        raise ValueError(f"need >= 3 positions with one label each, got {len(fens)}/{len(probs)}")
     embeddings = model.embed(fens, batch_size=512)  # (N, D)
     mean = embeddings.mean(axis=0)
     centred = embeddings - mean
@@ -135,19 +150,22 @@ def fit_latent_view(model: LatentModel) -> LatentView:
         win_prob_white=probs,
         axis_2d=(components @ unit_axis).astype(np.float32),
         explained=(variance[:2] / variance.sum()).astype(np.float32),
-        digest=model_digest(model),
+        digest=model_digest(model, positions),
     )
 
 
-def load_latent_view(model: LatentModel, *, directory: Path | None = None) -> LatentView:
+def load_latent_view(
+    model: LatentModel, *, directory: Path | None = None, positions: Positions | None = None
+) -> LatentView:
     """The model's view from the cache, fitting and caching it on a miss (atomic write).
 
     Args:
         model: the model.
         directory: cache directory (default ``cache_dir() / "latent-view"``).
+        positions: reference positions (default: the shipped 2,000).
     """
     directory = directory or cache_dir() / "latent-view"
-    digest = model_digest(model)
+    digest = model_digest(model, positions)
     path = directory / f"{digest[:32]}.npz"
     if path.is_file():
         try:
@@ -165,7 +183,7 @@ def load_latent_view(model: LatentModel, *, directory: Path | None = None) -> La
                 return view
         except (OSError, KeyError, ValueError):
             pass  # a damaged cache file is refitted and replaced
-    view = fit_latent_view(model)
+    view = fit_latent_view(model, positions)
     directory.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     np.savez(

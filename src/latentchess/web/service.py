@@ -6,10 +6,11 @@ thread pool and turns :class:`~latentchess.web.opponents.RequestError` into 4xx 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,6 +81,23 @@ class Service:
         self.referee = referee
         self._referee_lock = threading.Lock()
         self._referee_cache: dict[str, float | None] = {}
+        self._running = 0
+        self._running_lock = threading.Lock()
+
+    @property
+    def running(self) -> int:
+        """Engine moves and analyses thinking right now, all sessions together."""
+        return self._running
+
+    @contextlib.contextmanager
+    def _thinking(self) -> Iterator[None]:
+        with self._running_lock:
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._running_lock:
+                self._running -= 1
 
     # -- views ---------------------------------------------------------------------------------
 
@@ -112,7 +130,7 @@ class Service:
             redo = len(session.redo)
             evals = dict(session.engine_evals)
             opponent = session.opponent.to_json()
-        root = chess.Board(board.starting_fen() if board.move_stack else board.fen())
+        root = board.root()
         replay = root.copy()
         boards = [replay.copy(stack=False)]
         sans: list[str] = []
@@ -183,7 +201,7 @@ class Service:
         limit = chess.engine.Limit(time=min(config.movetime_ms / 1000, self.settings.max_think_s))
         from latentchess.engines.latent import LatentEngine
 
-        with session.engine_lock:
+        with self._thinking(), session.engine_lock:
             if not session.is_current(generation):
                 return None
             try:
@@ -208,6 +226,7 @@ class Service:
         with session.lock:
             if not session.is_current(generation) or session.board.fen() != board.fen():
                 return None
+            session.engine_names[board.turn] = config.spec_text()
             if win_prob is not None:
                 session.engine_evals[board.fen()] = round(float(win_prob), 4)
         session.push(move)
@@ -225,6 +244,17 @@ class Service:
     ) -> None:
         """Stream an analysis of ``board``: candidates with axis scores, the latent search
         ply by ply, then Stockfish's alpha-beta score of every move (``emit(event, data)``)."""
+        with self._thinking():
+            self._analyse(session, board, budget_s, stop, emit)
+
+    def _analyse(
+        self,
+        session: Session,
+        board: chess.Board,
+        budget_s: float,
+        stop: threading.Event,
+        emit: Emit,
+    ) -> None:
         started = time.monotonic()
         moves = list(board.legal_moves)
         if not moves:
@@ -252,7 +282,7 @@ class Service:
             },
         )
         self._latent_analysis(session, board, budget_s / 2, stop, emit)
-        remaining = budget_s - (time.monotonic() - started)
+        remaining = budget_s - (time.monotonic() - started) - 0.1  # Stockfish's start and stop
         if not stop.is_set() and remaining > 0.05:
             self._alpha_beta(board, remaining, stop, emit)
         emit("done", {"time_s": round(time.monotonic() - started, 3), "stopped": stop.is_set()})

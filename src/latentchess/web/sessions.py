@@ -112,6 +112,7 @@ class Session:
         opponent: the engine the page plays against.
         headers: PGN headers kept from an import.
         engine_evals: White win probability reported by the opponent per FEN it moved from.
+        engine_names: the engine spec that played each colour (``chess.WHITE``/``BLACK``), if any.
         plies: per-position view data (axis score, map coordinates, referee eval) by FEN.
         last_seen: ``time.monotonic()`` of the last request.
     """
@@ -126,6 +127,7 @@ class Session:
     )
     headers: dict[str, str] = field(default_factory=dict)
     engine_evals: dict[str, float] = field(default_factory=dict)
+    engine_names: dict[bool, str] = field(default_factory=dict)
     plies: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_seen: float = field(default_factory=time.monotonic)
     engine: Engine | None = None
@@ -171,6 +173,7 @@ class Session:
             self.redo = []
             self.headers = dict(headers or {})
             self.engine_evals = {}
+            self.engine_names = {}
         if self.engine is not None and hasattr(self.engine, "new_game"):
             with self.engine_lock:
                 self.engine.new_game()  # type: ignore[attr-defined]
@@ -209,7 +212,9 @@ class Session:
             for key, value in self.headers.items():
                 if key not in ("FEN", "SetUp", "Result"):
                     game.headers[key] = value
-            game.headers.setdefault("Annotator", f"opponent {self.opponent.spec_text()}")
+            for color, key in ((chess.WHITE, "White"), (chess.BLACK, "Black")):
+                if key not in self.headers:
+                    game.headers[key] = self.engine_names.get(color, "player")
             return str(game) + "\n"
 
     def close(self) -> None:
