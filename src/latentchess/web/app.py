@@ -69,7 +69,7 @@ def _static(name: str) -> bytes:
 
 def create_app(service: Service, *, sessions: SessionStore | None = None) -> Starlette:
     """The ASGI application serving one loaded model to any number of browser tabs."""
-    store = sessions or SessionStore()
+    store = sessions if sessions is not None else SessionStore()
 
     def guarded(handler: Handler) -> Handler:
         async def run(request: Request) -> Response:
