@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 [ -x /usr/games/stockfish ] || command -v stockfish >/dev/null 2>&1 || need_apt+=(stockfish)
 [ -f /usr/share/pgn-extract/eco.pgn ] || need_apt+=(pgn-extract)
+# Debian's Chromium: the web board's browser tests drive it with Playwright (never downloaded).
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing ${need_apt[*]} with apt-get"
     SUDO=""

@@ -421,6 +421,8 @@ function drawAxisPlot(state) {
   node("line", { x1: L, x2: W - R, y1: yAxis(0), y2: yAxis(0), class: "zero" }, plot);
   node("text", { x: 2, y: T + 8, class: "tick" }, plot).textContent = `+${lim.toFixed(2)}`;
   node("text", { x: 2, y: H - B, class: "tick" }, plot).textContent = `-${lim.toFixed(2)}`;
+  node("text", { x: W - R - 26, y: T + 8, class: "tick prob" }, plot).textContent = "P=1";
+  node("text", { x: W - R - 26, y: H - B, class: "tick prob" }, plot).textContent = "P=0";
   node("text", { x: L, y: H - 4, class: "tick" }, plot).textContent = "ply 0";
   node("text", { x: W - R - 40, y: H - 4, class: "tick" }, plot).textContent = `ply ${n}`;
   const line = (values, yOf, cls) => {
