@@ -111,10 +111,18 @@ def test_moves_undo_redo_and_trajectory(client: TestClient) -> None:
     _error(client.post(f"/api/sessions/{sid}/move", json={"uci": "zz99"}), 400, "'zz99'")
     _error(client.post(f"/api/sessions/{sid}/move", json={"uci": 42}), 400, "42")
     _error(client.post(f"/api/sessions/{sid}/move", json={"move": "b8c6"}), 400, "'move'")
-    _error(client.post(f"/api/sessions/{sid}/move", content=b"{not json"), 400, "not JSON")
-    _error(client.post(f"/api/sessions/{sid}/move", content=b"[1, 2]"), 400, "JSON object")
+    as_json = {"Content-Type": "application/json"}
+    move = f"/api/sessions/{sid}/move"
+    _error(client.post(move, content=b"{not json", headers=as_json), 400, "not JSON")
+    _error(client.post(move, content=b"[1, 2]", headers=as_json), 400, "JSON object")
     big = b'{"uci": "' + b"x" * 300_000 + b'"}'
-    _error(client.post(f"/api/sessions/{sid}/move", content=big), 413, "larger")
+    _error(client.post(move, content=big, headers=as_json), 413, "larger")
+    # Another site's page cannot drive the board: no form posts, no cross-origin fetches.
+    form = {"Content-Type": "text/plain"}
+    _error(client.post(move, content=b'{"uci": "b8c6"}', headers=form), 415, "text/plain")
+    evil = {"Origin": "http://evil.example"}
+    _error(client.post(move, json={"uci": "b8c6"}, headers=evil), 403, "evil.example")
+    assert client.get(f"/api/sessions/{sid}").json()["sans"] == ["e4", "e5", "Nf3"]
     _error(client.post("/api/sessions/nope/move", json={"uci": "b8c6"}), 404, "'nope'")
 
 
@@ -293,3 +301,12 @@ def test_sessions_are_isolated_capped_and_closed(client: TestClient) -> None:
     ids = [_new(client)["id"] for _ in range(5)]  # the store keeps 4: the oldest goes
     _error(client.get(f"/api/sessions/{ids[0]}"), 404)
     assert client.get(f"/api/sessions/{ids[-1]}").status_code == 200
+
+
+def test_dns_rebinding_is_refused(service: Service) -> None:
+    app = create_app(service, allowed_hosts=("127.0.0.1", "localhost"))
+    with TestClient(app, base_url="http://127.0.0.1:8000") as local:
+        assert local.get("/api/info").status_code == 200
+    with TestClient(app, base_url="http://rebound.example:8000") as rebound:
+        answer = rebound.get("/api/info")
+        assert answer.status_code == 400 and "Traceback" not in answer.text

@@ -31,15 +31,18 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib import resources
 from typing import Any
+from urllib.parse import urlsplit
 
 import chess
 import chess.svg
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -67,13 +70,31 @@ def _static(name: str) -> bytes:
     return resources.files("latentchess.web").joinpath("static", name).read_bytes()
 
 
-def create_app(service: Service, *, sessions: SessionStore | None = None) -> Starlette:
-    """The ASGI application serving one loaded model to any number of browser tabs."""
+def create_app(
+    service: Service,
+    *,
+    sessions: SessionStore | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+) -> Starlette:
+    """The ASGI application serving one loaded model to any number of browser tabs.
+
+    Args:
+        service: the model, view and referee shared by every session.
+        sessions: the session store (default: 32 sessions, an hour of idleness).
+        allowed_hosts: ``Host`` header names accepted (against DNS rebinding); None: any.
+    """
     store = sessions if sessions is not None else SessionStore()
 
     def guarded(handler: Handler) -> Handler:
         async def run(request: Request) -> Response:
             try:
+                if request.method not in ("GET", "HEAD"):
+                    # Another site's page must not drive this server (a form post, a fetch).
+                    origin = request.headers.get("origin")
+                    if origin is not None and urlsplit(origin).netloc != request.headers.get(
+                        "host"
+                    ):
+                        raise RequestError(f"cross-origin request from {origin!r} refused", 403)
                 return await handler(request)
             except RequestError as error:
                 return JSONResponse({"error": error.message}, status_code=error.status)
@@ -91,6 +112,9 @@ def create_app(service: Service, *, sessions: SessionStore | None = None) -> Sta
             raise RequestError(f"request body larger than {_MAX_BODY} bytes", status=413)
         if not raw:
             return {}
+        kind = request.headers.get("content-type", "")
+        if not kind.startswith("application/json"):
+            raise RequestError(f"expected Content-Type application/json, got {kind!r}", 415)
         try:
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as error:
@@ -367,8 +391,12 @@ def create_app(service: Service, *, sessions: SessionStore | None = None) -> Sta
         Route(sid + "/engine-move", guarded(engine_move), methods=["POST"]),
         Route(sid + "/analysis", guarded(analysis), methods=["GET"]),
     ]
+    middleware = []
+    if allowed_hosts is not None:
+        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
     return Starlette(
         routes=routes,
+        middleware=middleware,
         exception_handlers={HTTPException: not_found, 404: not_found, 405: not_found},
         lifespan=lifespan,
     )

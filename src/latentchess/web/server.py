@@ -86,7 +86,9 @@ def serve(config: ServeConfig) -> None:
     with open_service(
         model=config.model, precision=config.precision, settings=config.settings
     ) as service:
-        app = create_app(service)
+        local = ("127.0.0.1", "localhost", "::1", "[::1]")
+        wildcard = config.host in ("0.0.0.0", "::", "")
+        app = create_app(service, allowed_hosts=None if wildcard else (config.host, *local))
         server = uvicorn.Server(
             uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")
         )
