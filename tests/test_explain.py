@@ -167,7 +167,13 @@ def test_latent_view_key_follows_model_content(fp32_model: LatentModel) -> None:
 
     other = copy.deepcopy(fp32_model)
     other.axis = other.axis * -1.0
+    other.path = None  # in memory: the weights and the axis are the content
     assert model_digest(other) != model_digest(fp32_model)
+    other.axis = fp32_model.axis
+    assert model_digest(other) != model_digest(fp32_model)  # file content vs in-memory content
+    loaded_again = copy.deepcopy(fp32_model)
+    loaded_again.encoder = loaded_again.encoder.to(__import__("torch").bfloat16)
+    assert model_digest(loaded_again) == model_digest(fp32_model)  # same files, any precision
     fens, probs = reference_positions()
     assert model_digest(fp32_model, (fens[:5], probs[:5])) != model_digest(fp32_model)
     with pytest.raises(ValueError, match="need >= 3 positions"):

@@ -107,13 +107,23 @@ Positions = tuple[list[str], FloatArray]
 
 
 def model_digest(model: LatentModel, positions: Positions | None = None) -> str:
-    """SHA-256 of the model's weights and axis, the position set and the view version."""
+    """SHA-256 of the model's content, the position set and the view version.
+
+    The content of a model loaded from disk is its files (``model.safetensors``, ``config.json``),
+    whatever precision it runs in; of an in-memory model, its float32 weights and axis.
+    """
     digest = hashlib.sha256(f"latent-view-{VIEW_VERSION}".encode())
     if positions is None:
         digest.update(resources.files("latentchess.resources").joinpath(_POSITIONS).read_bytes())
     else:
         digest.update("\n".join(positions[0]).encode())
         digest.update(np.asarray(positions[1], dtype=np.float32).tobytes())
+    names = ("model.safetensors", "config.json")
+    files = [Path(model.path) / name for name in names] if model.path else []
+    if files and all(f.is_file() for f in files):
+        for file in files:
+            digest.update(file.read_bytes())
+        return digest.hexdigest()
     for name, tensor in sorted(model.encoder.state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().float().cpu().contiguous().numpy().tobytes())
