@@ -84,6 +84,17 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             process.kill()
 
 
+def _status(url: str) -> int:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
 def test_play_watch_explain_and_export(server: str, tmp_path: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
@@ -147,5 +158,12 @@ def test_play_watch_explain_and_export(server: str, tmp_path: Path) -> None:
             assert game is not None and len(list(game.mainline_moves())) == 4
             assert game.headers["Black"].startswith("latent:depth=2")
             assert errors == []
+            # Closing the tab ends its session on the server (sendBeacon on pagehide).
+            session = page.locator("body").get_attribute("data-session")
+            page.close(run_before_unload=True)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and _status(f"{server}api/sessions/{session}") != 404:
+                time.sleep(0.1)
+            assert _status(f"{server}api/sessions/{session}") == 404
         finally:
             browser.close()

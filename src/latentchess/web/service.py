@@ -21,7 +21,7 @@ import chess.engine
 from latentchess.errors import EngineError
 from latentchess.latent_view import LatentView
 from latentchess.web.opponents import RequestError, build_engine
-from latentchess.web.sessions import Session
+from latentchess.web.sessions import MAX_PLIES, Session
 from latentchess.winprob import score_win_probability
 
 if TYPE_CHECKING:
@@ -138,6 +138,8 @@ class Service:
             sans.append(replay.san(move))
             replay.push(move)
             boards.append(replay.copy(stack=False))
+        if len(session.plies) > 4 * MAX_PLIES:  # many imported games: keep memory bounded
+            session.plies.clear()
         missing = [b for b in boards if b.fen() not in session.plies]
         if missing:
             embeddings = self.model.embed(missing)  # (M, D)
