@@ -178,3 +178,10 @@ def test_latent_view_key_follows_model_content(fp32_model: LatentModel) -> None:
     assert model_digest(fp32_model, (fens[:5], probs[:5])) != model_digest(fp32_model)
     with pytest.raises(ValueError, match="need >= 3 positions"):
         fit_latent_view(fp32_model, (fens[:2], probs[:2]))
+
+
+def test_command_precisions_match_the_model_layer() -> None:
+    from latentchess.models.inference import PRECISIONS
+    from latentchess.web.cli import _PRECISIONS
+
+    assert _PRECISIONS == PRECISIONS

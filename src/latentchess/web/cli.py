@@ -13,6 +13,8 @@ from latentchess.argtypes import non_negative_int
 
 __all__ = ["register"]
 
+_PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")  # models.inference.PRECISIONS, no torch
+
 
 def _seconds(text: str) -> float:
     try:
@@ -21,6 +23,13 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
     if not 0.1 <= value <= 600:
         raise argparse.ArgumentTypeError(f"expected seconds in [0.1, 600], got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in [0, 65535], got {text!r}")
     return value
 
 
@@ -36,12 +45,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     serve.add_argument("--host", default="127.0.0.1", help="interface (default: %(default)s)")
     serve.add_argument(
-        "--port", type=non_negative_int, default=8000, help="port, 0 for any (default: %(default)s)"
+        "--port", type=_port, default=8000, help="port, 0 for any (default: %(default)s)"
     )
     serve.add_argument("--no-browser", action="store_true", help="do not open a browser")
     serve.add_argument("--model", type=Path, metavar="DIR", help="model (default: the default)")
     serve.add_argument(
-        "--precision", default="auto", help="model precision: auto, fp32, int8, bf16, fp16"
+        "--precision",
+        default="auto",
+        choices=_PRECISIONS,
+        help="model precision (default: %(default)s)",
     )
     serve.add_argument(
         "--max-think",
@@ -71,7 +83,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     explain.add_argument("--png", type=Path, metavar="OUT", help="write the heat map here")
     explain.add_argument("--model", type=Path, metavar="DIR", help="model (default: the default)")
     explain.add_argument(
-        "--precision", default="fp32", help="model precision (default: %(default)s)"
+        "--precision",
+        default="fp32",
+        choices=_PRECISIONS,
+        help="model precision (default: %(default)s)",
     )
     explain.add_argument("--json", action="store_true", help="print JSON instead of text")
     explain.set_defaults(func=_explain)

@@ -120,7 +120,8 @@ PARAMS: dict[str, tuple[Param, ...]] = {
     ),
     "ab": (),
     "hybrid": (),
-    "chessformer": (),
+    # DESIGN.md names it `chessformer:elo=N` (a human-like model conditioned on a rating).
+    "chessformer": (Param(name="elo", default=None, minimum=400, maximum=3000),),
     # Stockfish 15.1's UCI_Elo range; Skill Level 0-20 reaches lower.
     "stockfish": (
         Param(name="elo", default=1350, minimum=1350, maximum=2850),
