@@ -98,6 +98,7 @@ def _status(url: str) -> int:
 def test_play_watch_explain_and_export(server: str, tmp_path: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=30_000)  # engine replies on a loaded 2-core machine
     artifacts = Path(os.environ.get("LATENTCHESS_ARTIFACTS", tmp_path))
     artifacts.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
@@ -157,6 +158,30 @@ def test_play_watch_explain_and_export(server: str, tmp_path: Path) -> None:
             game = chess.pgn.read_game(__import__("io").StringIO(page.inner_text("#pgn-output")))
             assert game is not None and len(list(game.mainline_moves())) == 4
             assert game.headers["Black"].startswith("latent:depth=2")
+            assert errors == []
+            # Undo and redo, flip, clocks.
+            page.click("#undo")
+            expect(page.locator("#moves button.move")).to_have_count(3)
+            page.click("#redo")
+            expect(page.locator("#moves button.move")).to_have_count(4)
+            a1 = page.locator("#board-svg rect[data-square='a1']").bounding_box()
+            page.click("#flip")
+            flipped = page.locator("#board-svg rect[data-square='a1']").bounding_box()
+            assert a1 and flipped and flipped["y"] < a1["y"] and flipped["x"] > a1["x"]
+            page.click("#flip")
+            page.click(".setup summary")
+            page.check("#clocks-on")
+            expect(page.locator("#clocks")).to_be_visible()
+            # A new game from a FEN, and a promotion chosen in the dialog (an under-promotion).
+            page.fill("#fen-input", "8/P6k/8/8/8/8/6p1/K7 w - - 0 1")
+            page.click("#new-game")
+            expect(page.locator("#fen")).to_have_text("8/P6k/8/8/8/8/6p1/K7 w - - 0 1")
+            expect(page.locator("#moves button.move")).to_have_count(0)
+            click("a7")
+            click("a8")
+            page.click(".promotion button[data-piece='n']")
+            expect(page.locator("#moves button.move").first).to_have_text("a8=N")
+            expect(page.locator("#moves button.move")).to_have_count(2)  # the engine replied
             assert errors == []
             # Closing the tab ends its session on the server (sendBeacon on pagehide).
             session = page.locator("body").get_attribute("data-session")
