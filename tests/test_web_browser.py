@@ -152,6 +152,11 @@ def test_play_watch_explain_and_export(server: str, tmp_path: Path) -> None:
             expect(page.locator("#explain-text table tr")).not_to_have_count(0)
             assert page.locator("#board-svg rect.heat").count() > 10
             page.screenshot(path=str(artifacts / "web-board.png"))
+            # An earlier move (1. e4) is explained in text; its squares are not the board's now.
+            page.locator("#moves button.move").first.click()
+            expect(page.locator("#explain-title")).to_have_text("e4")
+            expect(page.locator("#board-svg rect.heat")).to_have_count(0)
+            expect(page.locator("#explain-text")).to_contain_text("An earlier move")
             # Export the PGN and read it back.
             page.click("#export-pgn")
             expect(page.locator("#pgn-output")).to_contain_text("1. e4")

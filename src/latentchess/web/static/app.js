@@ -464,7 +464,12 @@ async function explain(fen, uci) {
     app.explained = data;
     const heat = {};
     for (const piece of data.pieces) heat[piece.square] = piece.contribution;
-    board.setHeat(heat);
+    // The heat map belongs on the board only where its squares match what is shown: a move from
+    // the current position, or the last move (its pieces stood where they stand now, but for
+    // the mover, drawn on its from-square).
+    const last = app.state.trajectory.length > 1 ? app.state.trajectory[app.state.trajectory.length - 2] : null;
+    const onBoard = fen === app.state.fen || (last && last.fen === fen && app.state.last_move === uci);
+    board.setHeat(onBoard ? heat : null);
     $("explain-title").textContent = data.san;
     const holder = $("explain-text");
     holder.replaceChildren();
@@ -488,8 +493,11 @@ async function explain(fen, uci) {
     holder.appendChild(table);
     const note = document.createElement("p");
     note.className = "muted";
-    note.textContent = "Heat map: squares of the pieces before the move (the mover on its from-square); " +
-      "green helped the mover, pink worked against it.";
+    note.textContent = onBoard
+      ? "Heat map: squares of the pieces before the move (the mover on its from-square); " +
+        "green helped the mover, pink worked against it."
+      : "(An earlier move: the heat map is drawn only for the last move and moves from the " +
+        "current position.)";
     holder.appendChild(note);
   } catch (error) {
     setStatus(error.message, "error");
