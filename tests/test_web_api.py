@@ -264,6 +264,10 @@ def test_analysis_stream(client: TestClient, service: Service) -> None:
     assert len(data["latent"]["moves"]) == legal and data["latent"]["pv"]
     alpha_beta = data["alphabeta"]["moves"]
     assert {m["uci"] for m in alpha_beta} == {m.uci() for m in chess.Board(ITALIAN).legal_moves}
+    # White's view, like the axis columns: Black to move, so Stockfish's first line is among the
+    # lowest (the others may come from an earlier iteration when time runs out).
+    scores = sorted(m["cp"] for m in alpha_beta if m["cp"] is not None)
+    assert alpha_beta[0]["cp"] <= scores[len(scores) // 2]
     _error(client.get(f"/api/sessions/{sid}/analysis?ms=abc"), 400, "'abc'")
     _error(client.get(f"/api/sessions/{sid}/analysis?ms=999999"), 400, "999999")
     _error(client.get("/api/sessions/nope/analysis"), 404)

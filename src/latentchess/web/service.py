@@ -371,12 +371,12 @@ class Service:
             score = info.get("score")
             if not pv or score is None:
                 continue
-            relative = score.relative
+            white = score.white()  # every column of the table is from White's view
             moves.append(
                 {
                     "uci": pv[0].uci(),
-                    "cp": relative.score(),
-                    "mate": relative.mate(),
+                    "cp": white.score(),
+                    "mate": white.mate(),
                     "win_prob": _round(score_win_probability(score.white())),
                 }
             )

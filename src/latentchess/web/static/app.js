@@ -286,7 +286,11 @@ function formatCp(cp, mate) {
 
 function showLatent(data) {
   const wp = data.win_prob;
-  $("latent-score").textContent = `P(White) ${wp === null ? "–" : wp.toFixed(3)} · ${formatCp(data.cp, data.mate)} (d${data.depth})`;
+  // The engine reports cp and mate for the side to move (UCI); the page shows White's view.
+  const sign = app.state && app.state.turn === "black" ? -1 : 1;
+  const cp = data.cp === null ? null : sign * data.cp;
+  const mate = data.mate === null ? null : sign * data.mate;
+  $("latent-score").textContent = `P(White) ${wp === null ? "–" : wp.toFixed(3)} · ${formatCp(cp, mate)} (d${data.depth})`;
   $("pv").textContent = data.pv.join(" ");
   if (!app.sfReported) setEvalBar(wp, "latent");
 }
