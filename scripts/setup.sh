@@ -45,3 +45,13 @@ fi
 # sunfish: an opponent for `latentchess match/ladder`; --no-deps because it pins chess==1.9.4
 # (see pyproject.toml).
 [ -x .venv/bin/sunfish-uci ] || .venv/bin/python -m pip install -q --no-deps 'sunfish>=2026.1,<2027' 2>&1 | grep -v '^WARNING: Location' || true
+# Debian's Chromium for the web board's browser tests (Playwright drives it; no browser is ever
+# downloaded). Optional: where it cannot be installed those tests skip and say why.
+if [ ! -x /usr/bin/chromium ] && [ ! -f .venv/.chromium-unavailable ]; then
+    echo "setup: installing chromium with apt-get (web board browser tests)"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium; } \
+        || { echo "setup: could not install chromium; the browser tests will be skipped"
+             touch .venv/.chromium-unavailable; }
+fi

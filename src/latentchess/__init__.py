@@ -58,6 +58,9 @@ _LAZY: dict[str, str] = {
     "create_engine": "latentchess.engines.registry",
     "run_match": "latentchess.evaluation.match",
     "fit_bayeselo": "latentchess.evaluation.elo",
+    "explain_move": "latentchess.explain",
+    "MoveExplanation": "latentchess.explain",
+    "load_latent_view": "latentchess.latent_view",
 }
 
 

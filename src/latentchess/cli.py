@@ -25,6 +25,7 @@ _COMMAND_MODULES = (
     "latentchess.plots.cli",
     "latentchess.demo",
     "latentchess.core.cli",
+    "latentchess.web.cli",
 )
 
 
