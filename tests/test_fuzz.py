@@ -212,3 +212,10 @@ def test_regression_weights_with_a_null_header(
     config, _ = model_files
     weights = (4).to_bytes(8, "little") + b"null"
     model_dir_target(json.dumps(config), weights, scratch / "null-header-model")
+
+
+def test_regression_epd_with_a_number_for_a_move(scratch: Path) -> None:
+    """Found by test_fuzz_epd (soak): python-chess reads 'bm 5' as an integer operand and
+    parse_epd_line iterated it (TypeError) instead of reporting the line."""
+    broken = EPD_LINES.replace("bm f5;", "bm 5;")
+    epd_target(broken.encode(), scratch / "number-move.epd")
