@@ -195,3 +195,27 @@ def test_regression_latent_spec_with_an_unknown_option(model_dir: Path) -> None:
     """Found by test_fuzz_engine_specs (soak): the latent engine's EngineError for an unknown
     option did not name the spec it came from."""
     engine_spec_target("latent:seed=", model_dir)
+
+
+def test_regression_pgn_with_an_unbalanced_parenthesis(scratch: Path) -> None:
+    """Found by test_fuzz_pgn (soak): python-chess's parser raises IndexError on a ')' that
+    closes no variation; the dataset reader and the opening-book reader let it through."""
+    broken = PGN_GAME.replace("7. Qf3+", "e4)0. Qf3+")
+    pgn_target(broken.encode(), scratch / "unbalanced.pgn")
+
+
+def test_regression_weights_with_a_null_header(
+    scratch: Path, model_files: tuple[dict, bytes]
+) -> None:
+    """Found by test_fuzz_model_directories (soak), in this branch's own size pre-check: a
+    safetensors header that is JSON but not an object raised AttributeError."""
+    config, _ = model_files
+    weights = (4).to_bytes(8, "little") + b"null"
+    model_dir_target(json.dumps(config), weights, scratch / "null-header-model")
+
+
+def test_regression_epd_with_a_number_for_a_move(scratch: Path) -> None:
+    """Found by test_fuzz_epd (soak): python-chess reads 'bm 5' as an integer operand and
+    parse_epd_line iterated it (TypeError) instead of reporting the line."""
+    broken = EPD_LINES.replace("bm f5;", "bm 5;")
+    epd_target(broken.encode(), scratch / "number-move.epd")

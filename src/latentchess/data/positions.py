@@ -116,7 +116,17 @@ def _read_pgn(
         game_index = 0
         while True:
             reader.game_line = None
-            game = chess.pgn.read_game(reader)  # type: ignore[arg-type]
+            try:
+                game = chess.pgn.read_game(reader)  # type: ignore[arg-type]
+            except Exception as error:  # python-chess's parser itself can fail (IndexError
+                # on an unbalanced ')'): report the game, read on from where it stopped
+                problems.report(
+                    f"unreadable PGN game #{game_index + 1}: {type(error).__name__}: {error}",
+                    path=path,
+                    line=reader.game_line or reader.line,
+                )
+                game_index += 1
+                continue
             if game is None:
                 return
             line = reader.game_line or reader.line

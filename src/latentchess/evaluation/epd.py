@@ -81,6 +81,9 @@ def parse_epd_line(line: str, *, default_theme: str = "", source: str = "") -> E
         raise ValueError(f"impossible position ({board.status()!r})")
     if "bm" not in ops and "am" not in ops and "c0" not in ops:
         raise ValueError("no bm, am or c0 operation: nothing to score")
+    for name in ("bm", "am"):  # python-chess reads 'bm 5' as the number 5, not a move list
+        if name in ops and not isinstance(ops[name], list):
+            raise ValueError(f"{name} must list moves, got {ops[name]!r}")
     best = tuple(m.uci() for m in ops.get("bm", []))  # type: ignore[union-attr]
     avoid = tuple(m.uci() for m in ops.get("am", []))  # type: ignore[union-attr]
     points: dict[str, int] = {}

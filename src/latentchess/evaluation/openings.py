@@ -112,8 +112,10 @@ def read_pgn_openings(path: str | Path, *, max_plies: int | None = None) -> list
         line = lines.at(handle.tell())
         try:
             game = chess.pgn.read_game(handle)
-        except ValueError as error:
-            raise DataFormatError(f"unreadable PGN game: {error}", path=path, line=line) from error
+        except Exception as error:  # python-chess's parser can fail (IndexError on an extra ')')
+            raise DataFormatError(
+                f"unreadable PGN game: {type(error).__name__}: {error}", path=path, line=line
+            ) from error
         if game is None:
             break
         if game.errors:

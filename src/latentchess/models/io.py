@@ -333,6 +333,8 @@ def _check_weights_size(file: Path, config: EncoderConfig) -> None:
             if not 0 < length <= file.stat().st_size - 8:
                 return
             header = json.loads(handle.read(length))
+        if not isinstance(header, dict):
+            return
         held = sum(
             math.prod(entry["shape"])
             for name, entry in header.items()
