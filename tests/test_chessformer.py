@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import chess
+import chess.engine
 import numpy as np
 import pytest
 import torch
@@ -163,3 +164,43 @@ def test_engine_labelled_csv_trains(tmp_path: Path) -> None:
     csv.write_text("\n".join(rows) + "\nnot,a,row\n")
     result = train_chessformer(_config(csv, tmp_path / "run", steps=3, holdout_fraction=0.5))
     assert result.step == 3 and np.isfinite(result.metrics.get("games_value_loss", 0.0))
+
+
+@pytest.fixture(scope="module")
+def nano_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(2)
+    return save_chessformer(tmp_path_factory.mktemp("cf") / "nano", Chessformer(NANO), {})
+
+
+def test_onnx_export_matches_pytorch(tmp_path: Path, nano_dir: Path) -> None:
+    from latentchess.models.chessformer_export import check_onnx, export_chessformer_onnx
+
+    net, _ = load_chessformer(nano_dir)
+    path = export_chessformer_onnx(net, tmp_path / "cf.onnx")
+    assert check_onnx(net, path, batch=3) < 1e-4
+
+
+def test_engine_spec_plays_legal_moves_and_reports_value(nano_dir: Path) -> None:
+    from latentchess.engines.registry import create_engine
+
+    limit = chess.engine.Limit(nodes=1)
+    mate = chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")
+    value = create_engine(f"chessformer:model={nano_dir},mode=value,elo=1500")
+    assert value.play(mate, limit) == chess.Move.from_uci("a1a8")  # the child that mates
+    analysis = value.analyse(mate, limit)
+    assert analysis.score_cp is not None and analysis.wdl is not None
+    assert sum(analysis.wdl) == pytest.approx(1000, abs=2)
+    sampled = create_engine(
+        f"chessformer:model={nano_dir},temperature=1.5,top_p=0.9,selfelo=1200,oppoelo=2000,seed=4"
+    )
+    argmax = create_engine(f"chessformer:model={nano_dir}")
+    board = chess.Board()
+    for ply in range(16):
+        engine = (sampled, argmax, value)[ply % 3]
+        move = engine.play(board, limit)
+        assert move in board.legal_moves
+        board.push(move)
+    with pytest.raises(Exception, match="unknown chessformer options"):
+        create_engine(f"chessformer:model={nano_dir},depth=3")
+    with pytest.raises(Exception, match="mode"):
+        create_engine(f"chessformer:model={nano_dir},mode=search")

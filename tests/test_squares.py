@@ -53,9 +53,9 @@ def test_promotions_use_their_own_block_for_both_colours() -> None:
     white = chess.Board("8/P6k/8/8/8/8/7K/8 w - - 0 1")
     black = white.mirror()
     for board in (white, black):
-        for piece, offset in zip((chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT), range(4)):
+        for offset, piece in enumerate((chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT)):
             move = next(m for m in board.legal_moves if m.promotion == piece)
-            assert move_index(move, board.turn) == 4096 + 0 * 8 * 4 + 0 * 4 + offset
+            assert move_index(move, board.turn) == 4096 + offset  # a-file to a-file
     with pytest.raises(ValueError, match="outside"):
         index_move(POLICY_SIZE, chess.WHITE)
 

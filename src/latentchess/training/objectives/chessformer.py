@@ -79,7 +79,9 @@ class ChessformerTrainConfig:
         threads: torch CPU threads.
         seed: model init and data order.
         eval_every: steps between held-out evaluations (0: only at the end).
-        eval_positions: held-out positions per set in periodic evaluations (the final one: all).
+        eval_positions: held-out positions per set in periodic evaluations.
+        final_positions: held-out positions per set in the final evaluation (a fixed random
+            subset; ``None``: all).
         checkpoint_every: steps between checkpoints.
         log_every: steps between training records.
         progress: progress bar.
@@ -105,6 +107,7 @@ class ChessformerTrainConfig:
     seed: int = 0
     eval_every: int = 1000
     eval_positions: int = 4096
+    final_positions: int | None = None
     checkpoint_every: int = 200
     log_every: int = 20
     progress: bool = True
@@ -261,9 +264,10 @@ class ChessformerObjective:
         for name, rows in self.eval_sets.items():
             if not len(rows):
                 continue
-            if not final and len(rows) > self.cfg.eval_positions:
+            limit = self.cfg.final_positions if final else self.cfg.eval_positions
+            if limit is not None and len(rows) > limit:
                 pick = step_rng(self.cfg.seed, _STREAM_EVAL, 0).permutation(len(rows))
-                rows = np.sort(rows[pick[: self.cfg.eval_positions]])
+                rows = np.sort(rows[pick[:limit]])
             hits, policy, value = [], 0.0, 0.0
             for start in range(0, len(rows), 512):
                 chunk = rows[start : start + 512]

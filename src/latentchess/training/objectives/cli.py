@@ -50,6 +50,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=1000)
     p.add_argument("--eval-positions", type=int, default=4096)
+    p.add_argument(
+        "--final-positions",
+        type=int,
+        default=None,
+        help="held-out positions per set in the final evaluation (default: all)",
+    )
     p.add_argument("--checkpoint-every", type=int, default=200)
     p.add_argument("--log-every", type=int, default=20)
     p.add_argument("--no-progress", action="store_true")
@@ -90,6 +96,7 @@ def _run(args: argparse.Namespace) -> int:
         seed=args.seed,
         eval_every=args.eval_every,
         eval_positions=args.eval_positions,
+        final_positions=args.final_positions,
         checkpoint_every=args.checkpoint_every,
         log_every=args.log_every,
         progress=not args.no_progress,
