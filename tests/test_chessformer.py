@@ -107,10 +107,22 @@ def test_config_validation() -> None:
 
 def _config(data: Path, out: Path, **changes: object) -> ChessformerTrainConfig:
     base = dict(
-        data=data, out=out, model=NANO, steps=8, batch_size=32, lr=3e-3, warmup=2,
-        eval_every=4, eval_positions=64, checkpoint_every=4, log_every=2, progress=False,
-        threads=1, device="cpu", holdout_fraction=0.2,
-    )  # fmt: skip
+        data=data,
+        out=out,
+        model=NANO,
+        steps=8,
+        batch_size=32,
+        lr=3e-3,
+        warmup=2,
+        eval_every=4,
+        eval_positions=64,
+        checkpoint_every=4,
+        log_every=2,
+        progress=False,
+        threads=1,
+        device="cpu",
+        holdout_fraction=0.2,
+    )
     base.update(changes)
     return ChessformerTrainConfig(**base)  # type: ignore[arg-type]
 
@@ -142,8 +154,17 @@ def test_training_resumes_identically_and_eval_human_reads_the_model(
         train_chessformer(_config(pgn, tmp_path / "b", lr=1e-2, steps=9))
 
     out = tmp_path / "eval.json"
-    code = main(["eval-human", str(pgn), "--model", str(tmp_path / "a" / "model"),
-                 "--json", str(out), "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "eval-human",
+            str(pgn),
+            "--model",
+            str(tmp_path / "a" / "model"),
+            "--json",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     result = json.loads(out.read_text())
     assert result["positions"] == sum(b["positions"] for b in result["by_band"].values()) > 0
@@ -204,3 +225,60 @@ def test_engine_spec_plays_legal_moves_and_reports_value(nano_dir: Path) -> None
         create_engine(f"chessformer:model={nano_dir},depth=3")
     with pytest.raises(Exception, match="mode"):
         create_engine(f"chessformer:model={nano_dir},mode=search")
+
+
+def test_attention_correlations_on_known_maps() -> None:
+    from latentchess.evaluation.attention import _correlations
+
+    rng = np.random.default_rng(0)
+    same_everywhere = np.broadcast_to(rng.normal(size=(1, 1, 2, 64, 64)), (1, 6, 2, 64, 64))
+    assert _correlations(same_everywhere, 0)["between_positions"] == pytest.approx(1.0)
+    one_row = np.broadcast_to(rng.normal(size=(1, 6, 2, 1, 64)), (1, 6, 2, 64, 64))
+    assert _correlations(one_row, 0)["within_position"] == pytest.approx(1.0)
+    noise = _correlations(rng.normal(size=(1, 8, 2, 64, 64)), 0)
+    assert abs(noise["between_positions"]) < 0.05 and abs(noise["within_position"]) < 0.05
+
+
+def test_attention_command_and_plot(
+    tmp_path: Path, nano_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pgn = write_rated_pgn(tmp_path / "games.pgn", games=3, plies=30)
+    out = tmp_path / "table3.json"
+    assert (
+        main(
+            [
+                "chessformer",
+                "attention",
+                str(pgn),
+                "--model",
+                str(nano_dir),
+                "--positions",
+                "40",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    result = json.loads(out.read_text())
+    assert set(result["ours"]) == {"gab", "dot_product"} and result["positions"] == 40
+    png = tmp_path / "gab.png"
+    assert (
+        main(
+            [
+                "plot",
+                "attention",
+                "startpos",
+                "--model",
+                str(nano_dir),
+                "--square",
+                "g1",
+                "--out",
+                str(png),
+            ]
+        )
+        == 0
+    )
+    assert png.stat().st_size > 1000
+    assert main(["chessformer", "configs"]) == 0
+    assert "maia3-79m" in capsys.readouterr().out

@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "latentchess.training.cli",
     "latentchess.training.objectives.cli",
     "latentchess.models.cli",
+    "latentchess.models.chessformer_cli",
     "latentchess.engines.cli",
     "latentchess.evaluation.cli",
     "latentchess.evaluation.human_cli",
