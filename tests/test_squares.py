@@ -124,3 +124,14 @@ def test_batch_features_from_data_equal_the_board_encoder(tmp_path: Path) -> Non
         np.testing.assert_array_equal(batch[row], encode_board(board, history=3, side=True))
         np.testing.assert_array_equal(data.pieces[data.board_row[row]], board_pieces(board))
         assert index_move(int(data.move[row]), board.turn) == games[int(data.game[row])][ply]
+
+
+def test_pgn_reader_skips_and_limits_games(tmp_path: Path) -> None:
+    pgn = write_rated_pgn(tmp_path / "games.pgn", games=6, plies=12)
+    every = read_pgn_moves(pgn, progress=False)
+    tail = read_pgn_moves(pgn, skip_games=4, progress=False)
+    middle = read_pgn_moves(pgn, skip_games=2, max_games=2, progress=False)
+    assert sorted(set(tail.game.tolist())) == [4, 5]
+    assert sorted(set(middle.game.tolist())) == [2, 3]
+    assert len(tail) == int(np.isin(every.game, [4, 5]).sum())
+    np.testing.assert_array_equal(tail.move, every.move[np.isin(every.game, [4, 5])])

@@ -290,13 +290,16 @@ def read_pgn_moves(
     *,
     holdout_fraction: float = 0.05,
     max_games: int | None = None,
+    skip_games: int = 0,
     default_elo: int | None = None,
     progress: bool = True,
     strict: bool = False,
 ) -> MoveData:
     """Every position of every rated game in a PGN (``.gz`` / ``.zst`` streamed).
 
-    Games without both ``WhiteElo`` and ``BlackElo`` are skipped (unless ``default_elo`` is set),
+    The first ``skip_games`` games of the file are passed over (e.g. those a model was trained
+    on), then at most ``max_games`` usable games are read. Games without both ``WhiteElo`` and
+    ``BlackElo`` are skipped (unless ``default_elo`` is set),
     as are variants and set-up positions; broken games are reported as ``file:line``.
 
     Raises:
@@ -307,6 +310,8 @@ def read_pgn_moves(
     builder = _Builder()
     started, count = time.monotonic(), 0
     for index, line, game in _games(path, problems):
+        if index < skip_games:
+            continue
         if max_games is not None and count >= max_games:
             break
         headers = game.headers

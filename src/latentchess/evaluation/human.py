@@ -96,6 +96,7 @@ def evaluate_human(
     model_dir: str | Path | None = None,
     *,
     max_games: int | None = None,
+    skip_games: int = 0,
     heldout: str = "all",
     holdout_fraction: float = 0.05,
     batch_size: int = 512,
@@ -108,6 +109,7 @@ def evaluate_human(
         pgn: games with ``WhiteElo``/``BlackElo`` (``.gz``/``.zst`` streamed).
         model_dir: a Chessformer model directory (default: the shipped human model).
         max_games: read at most this many games.
+        skip_games: pass over the file's first games (e.g. the ones trained on).
         heldout: ``"all"`` positions, only those of ``"games"`` held out by the training split's
             game hash, or only those whose mover is a ``"players"`` held-out player (games with a
             held-out player were not trained on).
@@ -126,7 +128,11 @@ def evaluate_human(
     path = Path(model_dir) if model_dir is not None else default_chessformer_path()
     model = ChessformerModel.load(path, device=device)
     data = read_pgn_moves(
-        pgn, holdout_fraction=holdout_fraction, max_games=max_games, progress=progress
+        pgn,
+        holdout_fraction=holdout_fraction,
+        max_games=max_games,
+        skip_games=skip_games,
+        progress=progress,
     )
     rows = select_rows(data, heldout, holdout_fraction)
     cfg = model.cfg
@@ -162,7 +168,12 @@ def evaluate_human(
         games=len(np.unique(data.game[rows])),
         model=str(path),
         seconds=time.monotonic() - started,
-        extra={"heldout": heldout, "pgn": str(pgn)},
+        extra={
+            "heldout": heldout,
+            "pgn": str(pgn),
+            "skip_games": skip_games,
+            "max_games": max_games,
+        },
     )
 
 

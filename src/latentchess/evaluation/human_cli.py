@@ -22,7 +22,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("games", type=Path, help="PGN of rated games (.pgn, .gz, .zst)")
     p.add_argument("--model", type=Path, default=None, help="model dir (default: shipped model)")
     p.add_argument("--json", type=Path, default=None, help="write accuracy/positions/by_band here")
-    p.add_argument("--max-games", type=int, default=None)
+    p.add_argument("--max-games", type=int, default=None, help="read at most N games")
+    p.add_argument(
+        "--skip-games",
+        type=int,
+        default=0,
+        help="pass over the first N games (e.g. those a model was trained on)",
+    )
     p.add_argument(
         "--heldout",
         default="all",
@@ -42,6 +48,7 @@ def _run(args: argparse.Namespace) -> int:
         args.games,
         args.model,
         max_games=args.max_games,
+        skip_games=args.skip_games,
         heldout=args.heldout,
         holdout_fraction=args.holdout_fraction,
         device=args.device,
