@@ -18,6 +18,7 @@ Data order must be a pure function of ``(seed, step)`` so that resuming continue
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import threading
@@ -44,7 +45,7 @@ from latentchess.training.config import lr_factor
 from latentchess.training.curves import MetricsLog
 from latentchess.training.distributed import DistContext, init_distributed
 
-__all__ = ["LoopSettings", "Objective", "LoopResult", "run_objective"]
+__all__ = ["LoopSettings", "Objective", "LoopResult", "OptimizerFactory", "adamw", "run_objective"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,35 +124,57 @@ class LoopResult:
     device: str
 
 
+OptimizerFactory = Callable[[nn.Module, LoopSettings], torch.optim.Optimizer]
+
+
+def adamw(model: nn.Module, settings: LoopSettings) -> torch.optim.Optimizer:
+    """The default optimiser: AdamW at ``settings.lr`` with ``settings.weight_decay``."""
+    return torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+
+
 def run_objective(
     settings: LoopSettings,
     build: Callable[[DistContext], Objective],
     *,
     device: str = "auto",
     threads: int | None = None,
+    optimizer: OptimizerFactory = adamw,
     on_step: Callable[[int], None] | None = None,
 ) -> LoopResult:
-    """Train ``build(ctx)``'s objective as ``settings`` say (resuming when a checkpoint exists)."""
+    """Train ``build(ctx)``'s objective as ``settings`` say (resuming when a checkpoint exists).
+
+    Args:
+        settings: the loop's settings.
+        build: makes the objective for this process (its model already on ``ctx.device``).
+        device: ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+        threads: torch CPU threads.
+        optimizer: makes the optimiser (default AdamW); the learning-rate schedule wraps it.
+        on_step: called with the step count after every optimiser step.
+    """
     if threads is not None:
         torch.set_num_threads(threads)
     ctx = init_distributed(device)
     try:
-        return _Loop(settings, build(ctx), ctx).execute(on_step)
+        return _Loop(settings, build(ctx), ctx, optimizer).execute(on_step)
     finally:
         ctx.close()
 
 
 class _Loop:
-    def __init__(self, s: LoopSettings, objective: Objective, ctx: DistContext) -> None:
+    def __init__(
+        self,
+        s: LoopSettings,
+        objective: Objective,
+        ctx: DistContext,
+        optimizer: OptimizerFactory,
+    ) -> None:
         self.s, self.objective, self.ctx = s, objective, ctx
         self.net = objective.model
         self.model: nn.Module = self.net
         if ctx.distributed:
             ids = [ctx.device.index] if ctx.device.type == "cuda" else None
             self.model = DistributedDataParallel(self.net, device_ids=ids)
-        self.optimizer = torch.optim.AdamW(
-            self.net.parameters(), lr=s.lr, weight_decay=s.weight_decay
-        )
+        self.optimizer = optimizer(self.net, s)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer,
             lambda i: lr_factor(i, steps=s.steps, warmup=s.warmup, schedule=s.schedule),
@@ -161,7 +184,14 @@ class _Loop:
         self.step, self.elapsed = 0, 0.0
         self._signal: int | None = None
 
+    def _rng_state(self) -> dict[str, Tensor]:
+        state = {"cpu": torch.get_rng_state()}
+        if self.ctx.device.type == "cuda":
+            state["cuda"] = torch.cuda.get_rng_state(self.ctx.device)
+        return state
+
     def _save(self) -> None:
+        rng_states = self.ctx.gather_objects(self._rng_state())  # collective: every rank
         if not self.ctx.is_main:
             return
         save_checkpoint(
@@ -172,6 +202,7 @@ class _Loop:
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(),
                 "elapsed_s": self.elapsed,
+                "rng": rng_states,
                 "config": self.s.config,
                 "data_fingerprint": self.objective.fingerprint,
                 "world_size": self.ctx.world_size,
@@ -199,7 +230,25 @@ class _Loop:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step, self.elapsed = int(state["step"]), float(state["elapsed_s"])
+        rng = state.get("rng", [])
+        if len(rng) == self.ctx.world_size:  # dropout streams continue where they stopped
+            torch.set_rng_state(rng[self.ctx.rank]["cpu"])
+            if self.ctx.device.type == "cuda" and "cuda" in rng[self.ctx.rank]:
+                torch.cuda.set_rng_state(rng[self.ctx.rank]["cuda"], self.ctx.device)
         return self.step
+
+    def _check_ranks_in_sync(self) -> None:
+        """Every rank must hold bit-identical weights; rank 0 logs the hashes."""
+        if not self.ctx.distributed:
+            return
+        digest = hashlib.sha256()
+        for tensor in self.net.state_dict().values():
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        hashes = self.ctx.gather_objects(digest.hexdigest())
+        if self.ctx.is_main:
+            self.log.write({"kind": "sync", "step": self.step, "weights_sha256": hashes})
+        if len(set(hashes)) != 1:
+            raise LatentChessError(f"ranks diverged at step {self.step}: weight hashes {hashes}")
 
     @contextmanager
     def _signals(self) -> Iterator[None]:
@@ -257,6 +306,7 @@ class _Loop:
             return self._result("completed", model_dir, resumed, started, stored)
         with self._signals():
             stop = self._loop(started, on_step)
+        self._check_ranks_in_sync()
         if stop == "signal":
             return self._result(stop, None, resumed, started, {})
         metrics: dict[str, Any] = {}

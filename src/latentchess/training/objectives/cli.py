@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 __all__ = ["register"]
@@ -102,6 +103,8 @@ def _run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )
     result = train_chessformer(cfg)
+    if os.environ.get("RANK", "0") != "0":  # under torchrun, rank 0 reports
+        return 0
     print(f"{result.stop_reason} at step {result.step} in {result.seconds:.0f} s")
     if result.model_dir is not None:
         print(f"model: {result.model_dir}")
