@@ -282,3 +282,14 @@ def test_attention_command_and_plot(
     assert png.stat().st_size > 1000
     assert main(["chessformer", "configs"]) == 0
     assert "maia3-79m" in capsys.readouterr().out
+
+
+def test_shipped_human_model_loads_and_predicts() -> None:
+    from latentchess.models.chessformer_io import default_chessformer_path
+
+    model = ChessformerModel.load()
+    assert model.config["metrics"]["games_top1"] > 0.3  # what its card reports, roughly
+    board = chess.Board()
+    (prediction,) = model.predict([board], 1500, 1500)
+    assert prediction.moves[0] in board.legal_moves
+    assert (default_chessformer_path() / "config.json").exists()

@@ -73,6 +73,9 @@ def save_chessformer(path: str | Path, model: Chessformer, metadata: dict[str, A
             **metadata,
         }
         (tmp / _CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+        tmp.chmod(0o755)  # mkdtemp makes it private; a model directory is for sharing
+        for file in tmp.iterdir():
+            file.chmod(0o644)
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
