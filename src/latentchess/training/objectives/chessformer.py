@@ -36,7 +36,12 @@ from latentchess.training.data import AnchorOrder, step_rng
 from latentchess.training.distributed import DistContext
 from latentchess.training.loop import LoopResult, LoopSettings, run_objective
 
-__all__ = ["ChessformerTrainConfig", "train_chessformer", "load_move_data"]
+__all__ = [
+    "ChessformerTrainConfig",
+    "train_chessformer",
+    "load_move_data",
+    "plot_chessformer_training",
+]
 
 _STREAM_EVAL = 21
 _RESUMABLE = frozenset(
@@ -288,6 +293,9 @@ class ChessformerObjective:
         metrics = self.evaluate(final=True)
         training = {**training, "data_summary": self.summary()}
         save_chessformer(model_dir, self.model, {"training": training, "metrics": metrics})  # type: ignore[arg-type]
+        log = self.cfg.out / "metrics.jsonl"
+        if log.exists():
+            plot_chessformer_training(log, self.cfg.out / "training.png", final=metrics)
         return metrics
 
 
@@ -317,3 +325,52 @@ def train_chessformer(cfg: ChessformerTrainConfig, **kwargs: Any) -> LoopResult:
         threads=cfg.threads,
         **kwargs,
     )
+
+
+def plot_chessformer_training(
+    metrics_path: Path, png_path: Path, *, final: dict[str, Any] | None = None
+) -> Path:
+    """Training and held-out top-1 / policy loss against the step, and final top-1 per band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from latentchess.training.curves import read_metrics
+
+    records = read_metrics(metrics_path)
+    train = [r for r in records if r.get("kind") == "train"]
+    evals = [r for r in records if r.get("kind") == "eval"]
+    if final is None:
+        final = next((r for r in reversed(records) if r.get("kind") == "final"), {})
+    fig, (ax_top, ax_loss, ax_band) = plt.subplots(1, 3, figsize=(15, 4))
+    steps = [r["step"] for r in train]
+    ax_top.plot(steps, [r["top1"] for r in train], lw=1, label="train batches")
+    ax_loss.plot(steps, [r["policy_loss"] for r in train], lw=1, label="train batches")
+    for name in ("games", "players"):
+        if evals and f"{name}_top1" in evals[0]:
+            eval_steps = [r["step"] for r in evals]
+            ax_top.plot(
+                eval_steps, [r[f"{name}_top1"] for r in evals], "o-", label=f"held-out {name}"
+            )
+            ax_loss.plot(
+                eval_steps,
+                [r[f"{name}_policy_loss"] for r in evals],
+                "o-",
+                label=f"held-out {name}",
+            )
+        bands = final.get(f"{name}_by_band", {})
+        if bands:
+            ax_band.plot(
+                list(bands), [v["accuracy"] for v in bands.values()], "o-", label=f"held-out {name}"
+            )
+    ax_top.set(xlabel="step", ylabel="top-1 move matching", title="top-1")
+    ax_loss.set(xlabel="step", ylabel="cross-entropy", title="policy loss")
+    ax_band.set(xlabel="mover's rating band", ylabel="top-1", title="final top-1 by band")
+    ax_band.tick_params(axis="x", rotation=45)
+    for ax in (ax_top, ax_loss, ax_band):
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=110)
+    plt.close(fig)
+    return png_path
