@@ -2,12 +2,12 @@
 # Evaluate a Chessformer human-move model (default: the shipped one) into
 # benchmarks/results/chessformer/: move matching on games it never saw, the paper's attention
 # analysis, a GAB picture and short engine matches with Elo intervals. About 10 minutes on 2 cores.
-# Usage: benchmarks/eval_chessformer.sh [MODEL_DIR] [OUT_DIR]
+# Usage: [PGN=games.pgn.gz] benchmarks/eval_chessformer.sh [MODEL_DIR] [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-src/latentchess/weights/chessformer-human}
 OUT=${2:-benchmarks/results/chessformer}
-PGN=../shared/data/lichess-rated-games.pgn.gz
+PGN=${PGN:-../shared/data/lichess-rated-games.pgn.gz}
 LC=.venv/bin/latentchess
 mkdir -p "$OUT"
 export OMP_NUM_THREADS=1

@@ -135,3 +135,13 @@ def test_pgn_reader_skips_and_limits_games(tmp_path: Path) -> None:
     assert sorted(set(middle.game.tolist())) == [2, 3]
     assert len(tail) == int(np.isin(every.game, [4, 5]).sum())
     np.testing.assert_array_equal(tail.move, every.move[np.isin(every.game, [4, 5])])
+
+
+def test_missing_or_empty_inputs_are_clear_errors(tmp_path: Path) -> None:
+    from latentchess.errors import DataFormatError
+
+    with pytest.raises(DataFormatError, match=r"missing\.pgn.*no such file"):
+        read_pgn_moves(tmp_path / "missing.pgn", progress=False)
+    (tmp_path / "empty.pgn").write_text("")
+    with pytest.raises(DataFormatError, match=r"empty\.pgn.*no rated games"):
+        read_pgn_moves(tmp_path / "empty.pgn", progress=False)

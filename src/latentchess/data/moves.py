@@ -306,6 +306,8 @@ def read_pgn_moves(
         DataFormatError: no usable game in the file, or any problem with ``strict``.
     """
     path = Path(path)
+    if not path.is_file():
+        raise DataFormatError("no such file", path=path)
     problems = ProblemLog(strict=strict)
     builder = _Builder()
     started, count = time.monotonic(), 0
@@ -376,6 +378,8 @@ def read_csv_moves(
     held-out rule hashes the FEN.
     """
     path = Path(path)
+    if not path.is_file():
+        raise DataFormatError("no such file", path=path)
     problems = ProblemLog(strict=strict)
     builder = _Builder()
     with open_text(path) as handle:
