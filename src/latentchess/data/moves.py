@@ -269,10 +269,14 @@ def _elo(headers: chess.pgn.Headers, key: str) -> int | None:
         return None
 
 
-def _games(path: Path, problems: ProblemLog) -> Iterator[tuple[int, int, chess.pgn.Game]]:
+def _games(
+    path: Path, problems: ProblemLog, skip: int = 0
+) -> Iterator[tuple[int, int, chess.pgn.Game]]:
     with open_text(path) as handle:
         reader = _LineReader(handle)
         index = 0
+        while index < skip and chess.pgn.skip_game(reader):  # type: ignore[arg-type]
+            index += 1  # passed over without parsing the moves
         while True:
             reader.game_line = 0
             game = chess.pgn.read_game(reader)  # type: ignore[arg-type]
@@ -311,9 +315,7 @@ def read_pgn_moves(
     problems = ProblemLog(strict=strict)
     builder = _Builder()
     started, count = time.monotonic(), 0
-    for index, line, game in _games(path, problems):
-        if index < skip_games:
-            continue
+    for index, line, game in _games(path, problems, skip_games):
         if max_games is not None and count >= max_games:
             break
         headers = game.headers
