@@ -369,7 +369,8 @@ def plot_chessformer_training(
     ax_band.set(xlabel="mover's rating band", ylabel="top-1", title="final top-1 by band")
     ax_band.tick_params(axis="x", rotation=45)
     for ax in (ax_top, ax_loss, ax_band):
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(png_path, dpi=110)
     plt.close(fig)
