@@ -19,9 +19,12 @@ __all__ = ["main", "build_parser"]
 _COMMAND_MODULES = (
     "latentchess.data.cli",
     "latentchess.training.cli",
+    "latentchess.training.objectives.cli",
     "latentchess.models.cli",
+    "latentchess.models.chessformer_cli",
     "latentchess.engines.cli",
     "latentchess.evaluation.cli",
+    "latentchess.evaluation.human_cli",
     "latentchess.plots.cli",
     "latentchess.demo",
     "latentchess.core.cli",

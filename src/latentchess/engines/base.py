@@ -46,6 +46,7 @@ class Analysis:
         nodes: positions evaluated (ours: positions embedded).
         time_s: wall time spent.
         moves: per-root-move scores, best first, when the engine reports them.
+        wdl: (win, draw, loss) permille of the side to move, when the engine has a WDL head.
     """
 
     best_move: chess.Move | None
@@ -57,6 +58,7 @@ class Analysis:
     nodes: int = 0
     time_s: float = 0.0
     moves: list[MoveScore] = field(default_factory=list)
+    wdl: tuple[int, int, int] | None = None
 
 
 @runtime_checkable

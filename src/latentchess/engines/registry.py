@@ -18,6 +18,7 @@ Examples::
     random:seed=3                 a random mover
     latent:depth=4,width=3,mode=beam,model=DIR   our engine (LatentEngine.from_options)
     ab:eval=hce,depth=10,hash=64                our alpha-beta engine (AlphaBetaEngine)
+    chessformer:mode=value,elo=1800   the Chessformer's policy or one-ply value (no search)
 
 ``name=TEXT`` in any spec sets the display name used in PGN headers (default: the spec itself).
 Keys of the built-in kinds are case-insensitive; UCI option names are matched case-insensitively
@@ -282,6 +283,21 @@ def _build_ab(spec: EngineSpec) -> Engine:
     return AlphaBetaEngine.from_options(spec.name, **spec.params)
 
 
+def _build_chessformer(spec: EngineSpec) -> Engine:
+    _no_args(spec)
+    from latentchess.engines.chessformer import ChessformerEngine  # imports torch when asked
+
+    params = dict(spec.params)
+    model = _pop(spec, params, "model")
+    options = {key.lower(): _coerce(value) for key, value in params.items()}
+    try:
+        engine = ChessformerEngine.from_options(model, **options)
+    except (TypeError, ValueError, EngineError) as error:  # EngineError: say which spec
+        raise EngineError(f"engine spec {spec.text!r}: {error}") from error
+    engine.name = spec.name
+    return engine
+
+
 def _coerce(value: str) -> str | int | float | bool:
     """``"4"`` -> 4, ``"0.5"`` -> 0.5, ``"true"`` -> True; anything else stays a string."""
     if re.fullmatch(r"[+-]?\d+", value):
@@ -355,6 +371,12 @@ ENGINES: dict[str, EngineKind] = {
             name="latent",
             summary="our engine: latent[:model=DIR,depth=N,width=K,mode=minimax|beam,...]",
             build=_build_latent,
+        ),
+        EngineKind(
+            name="chessformer",
+            summary="Chessformer without search: chessformer[:model=DIR,mode=policy|value,"
+            "elo=N,selfelo=N,oppoelo=N,temperature=T,top_p=P]",
+            build=_build_chessformer,
         ),
     )
 }

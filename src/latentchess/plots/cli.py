@@ -36,6 +36,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     depth_elo.add_argument("--no-paper", action="store_true", help="omit paper Table 2")
     depth_elo.set_defaults(func=_depth_elo)
 
+    attention = kinds.add_parser("attention", help="a Chessformer layer's GAB for one square")
+    attention.add_argument("fen", help="the position (FEN, or 'startpos')")
+    attention.add_argument("--square", default="e4", help="query square (default e4)")
+    attention.add_argument("--layer", type=int, default=0)
+    attention.add_argument("--kind", default="gab", choices=("gab", "dot"))
+    attention.add_argument("--elo", type=float, default=1500.0)
+    attention.add_argument("--model", type=Path, default=None, help="Chessformer model dir")
+    attention.add_argument("--out", type=Path, default=Path("attention.png"))
+    attention.set_defaults(func=_attention)
+
 
 def _add_space_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, required=True, help="labelled Parquet dataset dir")
@@ -76,4 +86,28 @@ def _depth_elo(args: argparse.Namespace) -> int:
 
     points = [point for path in args.results for point in read_depth_elo(path)]
     print(plot_depth_elo(points, args.out, paper=not args.no_paper))
+    return 0
+
+
+def _attention(args: argparse.Namespace) -> int:
+    import chess
+
+    from latentchess.errors import InvalidFenError, LatentChessError
+    from latentchess.models.chessformer_io import ChessformerModel
+    from latentchess.plots.attention import plot_attention
+
+    try:
+        board = chess.Board() if args.fen == "startpos" else chess.Board(args.fen)
+    except ValueError as error:
+        raise InvalidFenError(args.fen, str(error)) from error
+    try:
+        square = chess.parse_square(args.square)
+    except ValueError as error:
+        raise LatentChessError(f"bad square {args.square!r}: expected e.g. e4") from error
+    model = ChessformerModel.load(args.model)
+    print(
+        plot_attention(
+            model, board, square, args.out, layer=args.layer, elo=args.elo, kind=args.kind
+        )
+    )
     return 0

@@ -1,0 +1,440 @@
+"""Move-prediction data for Chessformer: rated human games (PGN) and engine-labelled CSVs.
+
+Both become one :class:`MoveData` of compact numpy arrays (saved as one ``.npz``): every board of
+every game as 64 absolute piece codes (:func:`latentchess.squares.board_pieces`), and per position
+the row of its board and of its game's first board (history rows are ``max(row - j, first)``),
+the move played (policy index), the legal moves (ragged), side information, both players'
+ratings, and the value target (the game's result from the mover's view, or an engine win
+probability). Batches are built from these by :func:`batch_features`.
+
+Splits are deterministic hashes: a game is held out when its hash (of its ``Site`` header, or of
+its players, date and moves) falls below ``holdout_fraction``; a player is held out when the hash
+of their name does. Training uses games held out by neither rule, so one run yields a by-game
+and a by-player held-out set.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import chess
+import chess.pgn
+import numpy as np
+import numpy.typing as npt
+
+from latentchess.data.positions import open_text
+from latentchess.data.problems import ProblemLog
+from latentchess.errors import DataFormatError
+from latentchess.squares import SIDE_FEATURES, board_pieces, move_index
+
+__all__ = ["MoveData", "read_pgn_moves", "read_csv_moves", "batch_features", "hash_fraction"]
+
+_FIELDS = (
+    "pieces",
+    "board_row",
+    "first_row",
+    "white",
+    "move",
+    "legal",
+    "legal_offsets",
+    "self_elo",
+    "oppo_elo",
+    "wdl",
+    "score",
+    "castling",
+    "ep",
+    "rule50",
+    "repetition",
+    "game",
+    "mover",
+    "game_heldout",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoveData:
+    """Positions with the move played. Arrays are indexed by position unless noted.
+
+    Attributes:
+        pieces: (boards, 64) int8 absolute piece codes of every board.
+        board_row: int64 row of the position's board in ``pieces``.
+        first_row: int64 row of its game's first board (history stops there).
+        white: bool, White to move.
+        move: int16 policy index of the move played (mover's frame).
+        legal: int16 policy indices of the legal moves, all positions concatenated.
+        legal_offsets: (positions + 1,) int64 slices of ``legal``.
+        self_elo, oppo_elo: int16 ratings of the mover and the opponent.
+        wdl: int8 result from the mover's view (0 win, 1 draw, 2 loss), -1 when unknown.
+        score: float32 expected score of the mover (1, 0.5, 0 from the result, or the engine's
+            win probability).
+        castling: uint8 bits (mover K, mover Q, opponent K, opponent Q).
+        ep: int8 en-passant target square in the mover's frame, -1 when none.
+        rule50: int16 halfmove clock.
+        repetition: bool, the position occurred before in the game.
+        game: int32 game number in the file.
+        mover: int32 index of the mover in ``players`` (-1 unknown).
+        game_heldout: bool, the game is in the by-game held-out set.
+        players: player names (``mover`` indexes them).
+    """
+
+    pieces: npt.NDArray[np.int8]
+    board_row: npt.NDArray[np.int64]
+    first_row: npt.NDArray[np.int64]
+    white: npt.NDArray[np.bool_]
+    move: npt.NDArray[np.int16]
+    legal: npt.NDArray[np.int16]
+    legal_offsets: npt.NDArray[np.int64]
+    self_elo: npt.NDArray[np.int16]
+    oppo_elo: npt.NDArray[np.int16]
+    wdl: npt.NDArray[np.int8]
+    score: npt.NDArray[np.float32]
+    castling: npt.NDArray[np.uint8]
+    ep: npt.NDArray[np.int8]
+    rule50: npt.NDArray[np.int16]
+    repetition: npt.NDArray[np.bool_]
+    game: npt.NDArray[np.int32]
+    mover: npt.NDArray[np.int32]
+    game_heldout: npt.NDArray[np.bool_]
+    players: tuple[str, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.move)
+
+    def save(self, path: Path) -> None:
+        """Write all arrays to one ``.npz`` (atomically)."""
+        tmp = path.with_name(path.name + ".tmp.npz")
+        arrays = {name: getattr(self, name) for name in _FIELDS}
+        np.savez(tmp, players=np.array(self.players, dtype=object).astype(str), **arrays)
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> MoveData:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in _FIELDS}
+            return cls(players=tuple(str(p) for p in data["players"]), **arrays)
+
+    def player_heldout(self, fraction: float) -> npt.NDArray[np.bool_]:
+        """(positions,) True where the mover is a held-out player (name hash < ``fraction``)."""
+        held = np.array([hash_fraction("player:" + p) < fraction for p in self.players] + [False])
+        return held[self.mover]  # mover -1 picks the trailing False
+
+    def legal_mask(self, rows: npt.NDArray[np.int64], size: int) -> npt.NDArray[np.bool_]:
+        """(len(rows), size) legal-move masks."""
+        mask = np.zeros((len(rows), size), dtype=bool)
+        starts, ends = self.legal_offsets[rows], self.legal_offsets[rows + 1]
+        lengths = ends - starts
+        flat = np.concatenate([self.legal[s:e] for s, e in zip(starts, ends, strict=True)])
+        mask[np.repeat(np.arange(len(rows)), lengths), flat] = True
+        return mask
+
+
+def hash_fraction(text: str) -> float:
+    """A deterministic number in [0, 1) from ``text`` (blake2b)."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0**64
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.lists: dict[str, list] = {name: [] for name in _FIELDS if name != "legal_offsets"}
+        self.lists["legal"] = []
+        self.legal_lengths: list[int] = []
+        self.boards = 0
+        self.player_ids: dict[str, int] = {}
+
+    def player(self, name: str) -> int:
+        return self.player_ids.setdefault(name, len(self.player_ids))
+
+    def add_game(
+        self,
+        board: chess.Board,
+        moves: list[chess.Move],
+        *,
+        elos: tuple[int, int],
+        result: float | None,
+        game: int,
+        names: tuple[str | None, str | None],
+        heldout: bool,
+        scores: list[float] | None = None,
+    ) -> None:
+        """Append every position of a game (``scores``: per-position White win probabilities)."""
+        first = self.boards
+        seen: set[object] = set()
+        ids = [self.player(n) if n else -1 for n in names]
+        lists = self.lists
+        for ply, move in enumerate(moves):
+            white = board.turn == chess.WHITE
+            lists["pieces"].append(board_pieces(board))
+            key = board._transposition_key()
+            us, them = board.turn, not board.turn
+            bits = (
+                board.has_kingside_castling_rights(us)
+                | board.has_queenside_castling_rights(us) << 1
+                | board.has_kingside_castling_rights(them) << 2
+                | board.has_queenside_castling_rights(them) << 3
+            )
+            ep = -1
+            if board.ep_square is not None and board.has_legal_en_passant():
+                ep = board.ep_square if white else board.ep_square ^ 56
+            legal = [move_index(m, board.turn) for m in board.legal_moves]
+            lists["legal"].extend(legal)
+            self.legal_lengths.append(len(legal))
+            lists["board_row"].append(self.boards)
+            lists["first_row"].append(first)
+            lists["white"].append(white)
+            lists["move"].append(move_index(move, board.turn))
+            mine, theirs = (0, 1) if white else (1, 0)
+            lists["self_elo"].append(elos[mine])
+            lists["oppo_elo"].append(elos[theirs])
+            if scores is not None:
+                p = scores[ply] if white else 1.0 - scores[ply]
+                lists["wdl"].append(-1)
+                lists["score"].append(p)
+            elif result is None:
+                lists["wdl"].append(-1)
+                lists["score"].append(float("nan"))
+            else:
+                p = result if white else 1.0 - result
+                lists["wdl"].append(0 if p == 1.0 else 1 if p == 0.5 else 2)
+                lists["score"].append(p)
+            lists["castling"].append(bits)
+            lists["ep"].append(ep)
+            lists["rule50"].append(min(board.halfmove_clock, 32767))
+            lists["repetition"].append(key in seen)
+            lists["game"].append(game)
+            lists["mover"].append(ids[mine])
+            lists["game_heldout"].append(heldout)
+            seen.add(key)
+            self.boards += 1
+            board.push(move)
+
+    def build(self) -> MoveData:
+        lists = self.lists
+        offsets = np.zeros(len(self.legal_lengths) + 1, dtype=np.int64)
+        np.cumsum(self.legal_lengths, out=offsets[1:])
+        pieces = np.stack(lists["pieces"]) if lists["pieces"] else np.zeros((0, 64), np.int8)
+        players = tuple(sorted(self.player_ids, key=self.player_ids.__getitem__))
+        return MoveData(
+            pieces=pieces.astype(np.int8),
+            board_row=np.asarray(lists["board_row"], dtype=np.int64),
+            first_row=np.asarray(lists["first_row"], dtype=np.int64),
+            white=np.asarray(lists["white"], dtype=bool),
+            move=np.asarray(lists["move"], dtype=np.int16),
+            legal=np.asarray(lists["legal"], dtype=np.int16),
+            legal_offsets=offsets,
+            self_elo=np.asarray(lists["self_elo"], dtype=np.int16),
+            oppo_elo=np.asarray(lists["oppo_elo"], dtype=np.int16),
+            wdl=np.asarray(lists["wdl"], dtype=np.int8),
+            score=np.asarray(lists["score"], dtype=np.float32),
+            castling=np.asarray(lists["castling"], dtype=np.uint8),
+            ep=np.asarray(lists["ep"], dtype=np.int8),
+            rule50=np.asarray(lists["rule50"], dtype=np.int16),
+            repetition=np.asarray(lists["repetition"], dtype=bool),
+            game=np.asarray(lists["game"], dtype=np.int32),
+            mover=np.asarray(lists["mover"], dtype=np.int32),
+            game_heldout=np.asarray(lists["game_heldout"], dtype=bool),
+            players=players,
+        )
+
+
+class _LineReader:
+    """Feeds python-chess's PGN parser and remembers the line where each game began."""
+
+    def __init__(self, handle: TextIO) -> None:
+        self.handle, self.line, self.game_line = handle, 0, 0
+
+    def readline(self) -> str:
+        text = self.handle.readline()
+        if text:
+            self.line += 1
+            if not self.game_line and text.strip():
+                self.game_line = self.line
+        return text
+
+
+_RESULTS = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}
+
+
+def _elo(headers: chess.pgn.Headers, key: str) -> int | None:
+    try:
+        return int(headers.get(key, ""))
+    except ValueError:
+        return None
+
+
+def _games(
+    path: Path, problems: ProblemLog, skip: int = 0
+) -> Iterator[tuple[int, int, chess.pgn.Game]]:
+    with open_text(path) as handle:
+        reader = _LineReader(handle)
+        index = 0
+        while index < skip and chess.pgn.skip_game(reader):  # type: ignore[arg-type]
+            index += 1  # passed over without parsing the moves
+        while True:
+            reader.game_line = 0
+            game = chess.pgn.read_game(reader)  # type: ignore[arg-type]
+            if game is None:
+                return
+            index += 1
+            if game.errors:
+                problems.report(f"broken game: {game.errors[0]}", path=path, line=reader.game_line)
+                continue
+            yield index - 1, reader.game_line, game
+
+
+def read_pgn_moves(
+    path: str | Path,
+    *,
+    holdout_fraction: float = 0.05,
+    max_games: int | None = None,
+    skip_games: int = 0,
+    default_elo: int | None = None,
+    progress: bool = True,
+    strict: bool = False,
+) -> MoveData:
+    """Every position of every rated game in a PGN (``.gz`` / ``.zst`` streamed).
+
+    The first ``skip_games`` games of the file are passed over (e.g. those a model was trained
+    on), then at most ``max_games`` usable games are read. Games without both ``WhiteElo`` and
+    ``BlackElo`` are skipped (unless ``default_elo`` is set),
+    as are variants and set-up positions; broken games are reported as ``file:line``.
+
+    Raises:
+        DataFormatError: no usable game in the file, or any problem with ``strict``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError("no such file", path=path)
+    problems = ProblemLog(strict=strict)
+    builder = _Builder()
+    started, count = time.monotonic(), 0
+    for index, line, game in _games(path, problems, skip_games):
+        if max_games is not None and count >= max_games:
+            break
+        headers = game.headers
+        board = game.board()
+        if board.uci_variant != "chess" or "FEN" in headers:
+            problems.report("not a standard game from the initial position", path=path, line=line)
+            continue
+        elos = (_elo(headers, "WhiteElo"), _elo(headers, "BlackElo"))
+        if None in elos:
+            if default_elo is None:
+                problems.report("no numeric WhiteElo/BlackElo", path=path, line=line)
+                continue
+            elos = tuple(default_elo if e is None else e for e in elos)  # type: ignore[assignment]
+        moves = list(game.mainline_moves())
+        if not moves:
+            continue
+        key = headers.get("Site", "")
+        if "lichess.org/" not in key:
+            key = "|".join(
+                [
+                    headers.get("White", ""),
+                    headers.get("Black", ""),
+                    headers.get("Date", ""),
+                    " ".join(m.uci() for m in moves),
+                ]
+            )
+        names = (headers.get("White"), headers.get("Black"))
+        builder.add_game(
+            board,
+            moves,
+            elos=(int(elos[0]), int(elos[1])),  # type: ignore[arg-type]
+            result=_RESULTS.get(headers.get("Result", "*")),
+            game=index,
+            names=names,
+            heldout=hash_fraction("game:" + key) < holdout_fraction,
+        )
+        count += 1
+        if progress and count % 1000 == 0:
+            rate = builder.boards / (time.monotonic() - started)
+            print(
+                f"{path.name}: {count} games, {builder.boards} positions ({rate:.0f}/s)",
+                file=sys.stderr,
+            )
+    data = builder.build()
+    if not len(data):
+        raise DataFormatError(f"no rated games found ({problems.summary()})", path=path)
+    return data
+
+
+def read_csv_moves(
+    path: str | Path,
+    *,
+    elo: int = 3000,
+    holdout_fraction: float = 0.05,
+    max_rows: int | None = None,
+    strict: bool = False,
+) -> MoveData:
+    """Engine-labelled positions: CSV rows ``fen, cp, mate, win_prob_white, best_move, ...``.
+
+    The project's Stockfish CSVs (no header; see ``../shared/data/README.md``). Positions carry no
+    history (the earliest-board rule repeats the current board); both ratings are ``elo``; the
+    held-out rule hashes the FEN.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError("no such file", path=path)
+    problems = ProblemLog(strict=strict)
+    builder = _Builder()
+    with open_text(path) as handle:
+        for line_no, row in enumerate(csv.reader(handle), start=1):
+            if max_rows is not None and len(builder.legal_lengths) >= max_rows:
+                break
+            if len(row) < 5:
+                problems.report(f"expected >= 5 columns, got {row!r}", path=path, line=line_no)
+                continue
+            try:
+                board = chess.Board(row[0])
+                move = chess.Move.from_uci(row[4])
+                p = float(row[3])
+            except ValueError as error:
+                problems.report(f"bad row {row!r}: {error}", path=path, line=line_no)
+                continue
+            if move not in board.legal_moves or not 0.0 <= p <= 1.0:
+                problems.report(f"illegal move or probability in {row!r}", path=path, line=line_no)
+                continue
+            builder.add_game(
+                board,
+                [move],
+                elos=(elo, elo),
+                result=None,
+                game=line_no,
+                names=(None, None),
+                heldout=hash_fraction("fen:" + " ".join(row[0].split()[:4])) < holdout_fraction,
+                scores=[p],
+            )
+    data = builder.build()
+    if not len(data):
+        raise DataFormatError(f"no usable rows ({problems.summary()})", path=path)
+    return data
+
+
+def batch_features(
+    data: MoveData, rows: npt.NDArray[np.int64], *, history: int, side: bool
+) -> npt.NDArray[np.float32]:
+    """(len(rows), 64, features) model input of positions ``rows``."""
+    from latentchess.squares import encode_pieces
+
+    offsets = np.arange(history + 1)
+    board_rows = np.maximum(data.board_row[rows, None] - offsets, data.first_row[rows, None])
+    features = encode_pieces(data.pieces[board_rows], data.white[rows])  # (B, 64, 12 (H+1))
+    if not side:
+        return features
+    extra = np.zeros((len(rows), 64, SIDE_FEATURES), dtype=np.float32)
+    ep = data.ep[rows]
+    has_ep = ep >= 0
+    extra[np.nonzero(has_ep)[0], ep[has_ep], 0] = 1.0
+    bits = data.castling[rows]
+    for k in range(4):
+        extra[:, :, 1 + k] = ((bits >> k) & 1)[:, None]
+    extra[:, :, 5] = (np.minimum(data.rule50[rows], 100) / 100.0)[:, None]
+    extra[:, :, 6] = data.repetition[rows][:, None]
+    return np.concatenate([features, extra], axis=2)

@@ -1,0 +1,180 @@
+"""A searchless Chessformer engine: the policy's choice, or the child the value head likes best.
+
+* ``mode=policy``: the most probable legal move (``temperature=0``, the default), or a sample
+  from the policy at ``temperature`` restricted to the smallest set of moves whose probability
+  reaches ``top_p``.
+* ``mode=value``: every child position is evaluated in one batch (one ply, as the paper's
+  Leela-CF-value) and the move whose child is worst for the opponent is played; a move that
+  mates is played at once, and a child that is stalemate or a claimable draw scores 0.5.
+
+Skill: ``elo=`` sets both players' ratings, ``selfelo=`` / ``oppoelo=`` each (Maia-3's UCI options
+``Elo``, ``SelfElo``, ``OppoElo``). ``analyse`` reports the value head's expected score as
+centipawns (ChessBench's logistic) and the WDL as permille.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import chess
+import chess.engine
+import numpy as np
+
+from latentchess.engines.base import Analysis, MoveScore
+from latentchess.errors import EngineError
+from latentchess.winprob import centipawns, white_perspective
+
+__all__ = ["ChessformerEngine"]
+
+MODES = ("policy", "value")
+_CP_LIMIT = 10_000
+
+
+def _cp(score: float) -> int:
+    score = min(max(score, 1e-6), 1 - 1e-6)
+    return round(max(-_CP_LIMIT, min(_CP_LIMIT, centipawns(score))))
+
+
+class ChessformerEngine:
+    """The :class:`~latentchess.engines.base.Engine` of a Chessformer model.
+
+    Args:
+        model: a model directory (default: the shipped human model) or a loaded model.
+        mode: ``"policy"`` or ``"value"``.
+        self_elo: rating of the side to move (the engine).
+        oppo_elo: rating of the opponent.
+        temperature: policy sampling temperature (0: argmax).
+        top_p: nucleus of the sampled policy.
+        seed: sampling seed.
+        name: display name.
+    """
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        mode: str = "policy",
+        self_elo: float = 1900.0,
+        oppo_elo: float = 1900.0,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int = 0,
+        name: str = "chessformer",
+    ) -> None:
+        from latentchess.models.chessformer_io import ChessformerModel
+
+        if mode not in MODES:
+            raise EngineError(f"unknown chessformer mode {mode!r}; choose from {list(MODES)}")
+        if temperature < 0 or not 0 < top_p <= 1:
+            raise EngineError(
+                f"need temperature >= 0 and 0 < top_p <= 1, got {temperature!r}, {top_p!r}"
+            )
+        if model is None or isinstance(model, str | Path):
+            model = ChessformerModel.load(model)
+        self.model = model
+        self.mode, self.temperature, self.top_p = mode, float(temperature), float(top_p)
+        self.self_elo, self.oppo_elo = float(self_elo), float(oppo_elo)
+        self.rng = np.random.default_rng(seed)
+        self.name = name
+
+    @classmethod
+    def from_options(cls, model: str | None = None, **options: Any) -> ChessformerEngine:
+        """Build from spec options: ``mode``, ``elo``, ``selfelo``, ``oppoelo``,
+        ``temperature``, ``top_p`` (or ``topp``), ``seed``."""
+        known = {"mode", "elo", "selfelo", "oppoelo", "temperature", "top_p", "topp", "seed"}
+        unknown = set(options) - known
+        if unknown:
+            raise EngineError(
+                f"unknown chessformer options {sorted(unknown)!r}; known: {sorted(known)!r}"
+            )
+        elo = options.get("elo")
+        try:
+            return cls(
+                model,
+                mode=str(options.get("mode", "policy")),
+                self_elo=float(options.get("selfelo", elo if elo is not None else 1900)),
+                oppo_elo=float(options.get("oppoelo", elo if elo is not None else 1900)),
+                temperature=float(options.get("temperature", 0.0)),
+                top_p=float(options.get("top_p", options.get("topp", 1.0))),
+                seed=int(options.get("seed", 0)),
+            )
+        except ValueError as error:
+            raise EngineError(f"bad chessformer option: {error}") from error
+
+    def _choose_policy(self, moves: tuple[chess.Move, ...], probs: np.ndarray) -> chess.Move:
+        if self.temperature == 0:
+            return moves[0]
+        logits = np.log(np.maximum(probs, 1e-12)) / self.temperature
+        p = np.exp(logits - logits.max())
+        p /= p.sum()  # sorted best first, as the prediction is
+        keep = int(np.searchsorted(np.cumsum(p), self.top_p) + 1)
+        p = p[:keep] / p[:keep].sum()
+        return moves[int(self.rng.choice(keep, p=p))]
+
+    def _value_children(self, board: chess.Board) -> list[tuple[chess.Move, float]]:
+        """(move, the mover's expected score after it), best first."""
+        scored: list[tuple[chess.Move, float]] = []
+        children, pending = [], []
+        for move in board.legal_moves:
+            child = board.copy(stack=True)
+            child.push(move)
+            if child.is_checkmate():
+                scored.append((move, 1.0))
+            elif child.is_stalemate() or child.is_insufficient_material() or child.can_claim_draw():
+                scored.append((move, 0.5))
+            else:
+                children.append(child)
+                pending.append(move)
+        if children:  # one batch: the opponent is to move in each child
+            predictions = self.model.predict(children, self.oppo_elo, self.self_elo)
+            scored += [(m, 1.0 - p.score) for m, p in zip(pending, predictions, strict=True)]
+        return sorted(scored, key=lambda item: -item[1])
+
+    def analyse(self, board: chess.Board, limit: chess.engine.Limit | None = None) -> Analysis:
+        started = time.monotonic()
+        if not any(board.legal_moves):
+            return Analysis(best_move=None, time_s=time.monotonic() - started)
+        (prediction,) = self.model.predict([board], self.self_elo, self.oppo_elo)
+        score = prediction.score
+        nodes = 1
+        if self.mode == "value":
+            children = self._value_children(board)
+            nodes += len(children)
+            best = children[0][0]
+            moves = [
+                MoveScore(
+                    move=m, score=s, rank=i + 1, win_prob_white=white_perspective(s, board.turn)
+                )
+                for i, (m, s) in enumerate(children)
+            ]
+        else:
+            best = self._choose_policy(prediction.moves, prediction.probabilities)
+            moves = [
+                MoveScore(move=m, score=float(p), rank=i + 1)
+                for i, (m, p) in enumerate(
+                    zip(prediction.moves, prediction.probabilities, strict=True)
+                )
+            ]
+        wdl = tuple(round(1000 * float(x)) for x in prediction.wdl)
+        return Analysis(
+            best_move=best,
+            pv=[best],
+            score_cp=_cp(score),
+            win_prob_white=white_perspective(score, board.turn),
+            depth=1 if self.mode == "value" else 0,
+            nodes=nodes,
+            time_s=time.monotonic() - started,
+            moves=moves,
+            wdl=wdl,  # type: ignore[arg-type]
+        )
+
+    def play(self, board: chess.Board, limit: chess.engine.Limit | None = None) -> chess.Move:
+        move = self.analyse(board, limit).best_move
+        if move is None:
+            raise EngineError(f"no legal move in {board.fen()!r}")
+        return move
+
+    def close(self) -> None:
+        pass

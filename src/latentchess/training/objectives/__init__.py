@@ -1,0 +1,1 @@
+"""Training objectives for the shared loop (:mod:`latentchess.training.loop`)."""
