@@ -19,6 +19,7 @@ __all__ = ["main", "build_parser"]
 _COMMAND_MODULES = (
     "latentchess.data.cli",
     "latentchess.training.cli",
+    "latentchess.nnue.cli",
     "latentchess.models.cli",
     "latentchess.engines.cli",
     "latentchess.evaluation.cli",
