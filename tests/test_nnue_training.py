@@ -14,9 +14,10 @@ import pytest
 import torch
 
 from latentchess.errors import DataFormatError
+from latentchess.models import load_model
 from latentchess.nnue.dataset import build_cache, parse_source
 from latentchess.nnue.features import parse_feature_set, position_features
-from latentchess.nnue.io import load_nnue
+from latentchess.nnue.io import NnueModel, load_nnue
 from latentchess.nnue.model import Nnue, NnueConfig, quantise, quantised_forward
 from latentchess.nnue.train import NnueTrainConfig, pqr_loss, score_loss, train_nnue
 from latentchess.training.curves import read_metrics
@@ -136,6 +137,7 @@ def test_train_resume_save_load_and_pqr_finetune(tmp_path: Path) -> None:
     assert starts[-1]["resumed"] and starts[-1]["step"] == 3
     assert (tmp_path / "run" / "training.png").stat().st_size > 0
     model = load_nnue(second.model_dir)
+    assert isinstance(load_model(second.model_dir), NnueModel)  # the project's loader too
     config = json.loads((second.model_dir / "config.json").read_text())
     assert config["kind"] == "nnue" and config["quantisation"]["l1_scale"] == 127
     assert config["data"]["rows"] > 0 and config["metrics"]["step"] == 5
