@@ -59,6 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=_train)
 
+    e = sub.add_parser("export", help="write RUN/model (or --to) from a run's last checkpoint")
+    e.add_argument("run", type=Path, help="the training run directory")
+    e.add_argument("--to", type=Path, default=None, help="model directory (default RUN/model)")
+    e.set_defaults(func=_export)
+
     i = sub.add_parser("info", help="print an NNUE model directory's config")
     i.add_argument("model", type=Path)
     i.set_defaults(func=_info)
@@ -102,6 +107,13 @@ def _train(args: argparse.Namespace) -> int:
             }
         )
     )
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from latentchess.nnue.train import export_checkpoint
+
+    print(export_checkpoint(args.run, args.to))
     return 0
 
 

@@ -3,7 +3,8 @@
 ``model.safetensors`` holds the float weights (``float.*``, for fine-tuning and the Python
 reference) and the quantised ones the core runs (``q.ft.weight`` int16 (N, L1), ``q.ft.bias`` int16,
 ``q.l2.weight`` int8 (L2, 2 * L1), ``q.l2.bias`` int32, ``q.out.weight`` int32 (L2,),
-``q.out.bias`` int32 (1,)). ``config.json``::
+``q.out.bias`` int32 (1,)); its metadata holds ``feature_set``, ``l1``, ``l2`` (strings), which is
+all the native core reads. ``config.json``::
 
     {"format": "latentchess-model", "format_version": 1, "kind": "nnue",
      "nnue": {"feature_set": "ALL", "l1": 256, "l2": 32},
@@ -88,7 +89,10 @@ def save_nnue(path: str | Path, network: Nnue, metadata: dict[str, Any]) -> Path
     }
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
-        save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, tmp / WEIGHTS_FILE)
+        # The core reads only the safetensors file: its metadata names the shape.
+        header = {k: str(v) for k, v in network.cfg.to_dict().items()}
+        arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
+        save_file(arrays, tmp / WEIGHTS_FILE, metadata=header)
         (tmp / CONFIG_FILE).write_text(json.dumps(document, indent=2) + "\n")
         os.chmod(tmp, 0o755)
         if path.exists():

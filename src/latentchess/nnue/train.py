@@ -45,7 +45,14 @@ from latentchess.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, sa
 from latentchess.training.curves import MetricsLog, read_metrics
 from latentchess.training.distributed import DistContext, init_distributed
 
-__all__ = ["NnueTrainConfig", "NnueTrainResult", "train_nnue", "score_loss", "pqr_loss"]
+__all__ = [
+    "NnueTrainConfig",
+    "NnueTrainResult",
+    "train_nnue",
+    "export_checkpoint",
+    "score_loss",
+    "pqr_loss",
+]
 
 SCORE_SCALE_OUT = 361.0
 SCORE_SCALE_TARGET = 410.0
@@ -466,6 +473,43 @@ def train_nnue(cfg: NnueTrainConfig) -> NnueTrainResult:
         return _Run(cfg, ctx).execute()
     finally:
         ctx.close()
+
+
+def export_checkpoint(run: str | Path, model_dir: str | Path | None = None) -> Path:
+    """Write the model of a run's last checkpoint (e.g. of a run still going or stopped early).
+
+    The metadata says it is an export at the checkpoint's step; the validation metrics are those
+    of the last evaluation logged before it.
+    """
+    run = Path(run)
+    state = load_checkpoint(run / "checkpoints" / CHECKPOINT_FILE)
+    config = state["config"]
+    network = Nnue(NnueConfig.from_dict(config["network"]))
+    network.load_state_dict(state["model"])
+    evals = [
+        r
+        for r in read_metrics(run / "metrics.jsonl")
+        if r.get("kind") == "eval" and r["step"] <= state["step"]
+    ]
+    cache_dir = Path(config["cache"]) if config.get("cache") else run / "cache"
+    meta = open_cache(cache_dir).meta
+    metrics = {"step": int(state["step"]), "positions_seen": int(state["positions"])}
+    if evals:
+        metrics |= {k: v for k, v in evals[-1].items() if k not in ("kind", "step")}
+        metrics["eval_step"] = evals[-1]["step"]
+    out = Path(model_dir) if model_dir is not None else run / "model"
+    save_nnue(
+        out,
+        network,
+        {
+            "training": {**config, "train_seconds": float(state["elapsed_s"]), "exported": True},
+            "data": meta,
+            "metrics": metrics,
+            "command": config.get("command", ""),
+        },
+    )
+    _plot(run / "metrics.jsonl", run / "training.png")
+    return out
 
 
 def command_line() -> str:
