@@ -30,6 +30,14 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/python -c "import torch, latentchess; assert torch.__version__.startswith('2.13.0')"
     touch "$stamp"
 fi
+# The native core (latentchess.core._native, C++ in src/latentchess/core/cpp): rebuilt in place
+# whenever a C++ source or setup.py is newer than the last build (editable installs do not).
+native_stamp=.venv/.latentchess-native-built
+if [ ! -f "$native_stamp" ] || [ -n "$(find src/latentchess/core/cpp setup.py -newer "$native_stamp" -print -quit)" ] \
+    || ! ls src/latentchess/core/_native*.so >/dev/null 2>&1; then
+    bash scripts/build_native.sh
+    touch "$native_stamp"
+fi
 # sunfish: an opponent for `latentchess match/ladder`; --no-deps because it pins chess==1.9.4
 # (see pyproject.toml).
 [ -x .venv/bin/sunfish-uci ] || .venv/bin/python -m pip install -q --no-deps 'sunfish>=2026.1,<2027' 2>&1 | grep -v '^WARNING: Location' || true

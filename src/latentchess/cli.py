@@ -25,6 +25,7 @@ _COMMAND_MODULES = (
     "latentchess.evaluation.cli",
     "latentchess.plots.cli",
     "latentchess.demo",
+    "latentchess.core.cli",
 )
 
 

@@ -89,6 +89,7 @@ class Go(Command):
     binc: int | None = None
     movestogo: int | None = None
     mate: int | None = None
+    perft: int | None = None
     infinite: bool = False
     ponder: bool = False
     searchmoves: tuple[str, ...] = ()
@@ -143,6 +144,7 @@ _GO_INT_PARAMS = (
     "binc",
     "movestogo",
     "mate",
+    "perft",
 )
 _GO_WORDS = (*_GO_INT_PARAMS, "infinite", "ponder", "searchmoves")
 _SIMPLE = {

@@ -351,6 +351,9 @@ class UciSession:
         self._stop_search()
         for problem in go.problems:
             self.info(problem)
+        if go.perft is not None and self.board is not None:
+            self._perft(go.perft)
+            return
         if go.searchmoves:
             self.info("searchmoves is not supported; searching all moves")
         if self.board is None:
@@ -383,6 +386,19 @@ class UciSession:
         )
         self._search = search
         search.thread.start()
+
+    def _perft(self, depth: int) -> None:
+        """``go perft N``: leaf counts per move, a blank line, ``Nodes searched``, as Stockfish."""
+        from latentchess.core import Board
+        from latentchess.core.cli import format_divide
+
+        assert self.board is not None
+        if depth == 0:
+            lines = ["", "Nodes searched: 1"]
+        else:
+            lines = format_divide(Board.from_chess(self.board).perft_divide(depth))
+        for line in lines:
+            self.write(line)
 
     def _run_search(self, engine: LatentEngine, search: _Search, received: float) -> None:
         board, go = search.board, search.go
