@@ -30,6 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description="Speak UCI on stdin/stdout. The model loads in the background after 'uci'.",
     )
     _search_arguments(uci, limits=False)  # each UCI 'go' carries its own limits
+    uci.add_argument(
+        "--engine",
+        metavar="SPEC",
+        help="run this engine spec instead (e.g. 'ab', 'ab:eval=hce,hash=64'; "
+        "see 'latentchess match --list-engines')",
+    )
     uci.set_defaults(func=_uci)
 
     best = subparsers.add_parser(
@@ -55,6 +61,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _search_arguments(analyse)
     analyse.add_argument("--json", action="store_true", help="print JSON instead of a table")
     analyse.set_defaults(func=_analyse)
+
+    bench = subparsers.add_parser(
+        "bench",
+        help="search fixed positions to a fixed depth with the alpha-beta engine (as Stockfish's)",
+        description="Print per-position node counts, then 'Nodes searched' (a deterministic "
+        "signature of the search) and 'Nodes/second'.",
+    )
+    bench.add_argument("depth", type=int, nargs="?", default=None, help="plies (default: 11)")
+    bench.add_argument("--eval", default="hce", help="evaluator (default: %(default)s)")
+    bench.set_defaults(func=_bench)
 
     play = subparsers.add_parser(
         "play",
@@ -144,6 +160,15 @@ def _board(args: argparse.Namespace) -> chess.Board:
 
 def _uci(args: argparse.Namespace) -> int:
     from latentchess.uci import run
+
+    if args.engine:
+        from latentchess.engines.registry import create_engine, parse_engine_spec
+        from latentchess.uci.spec_session import SpecSession
+
+        spec = parse_engine_spec(args.engine)
+        engine = create_engine(spec)
+        name = f"latentchess {spec.text}"
+        return run(make_session=lambda write: SpecSession(write, engine=engine, name=name))
 
     return run(
         model=args.model, config=_config(args), threads=args.threads, precision=args.precision
@@ -264,4 +289,22 @@ def _play(args: argparse.Namespace) -> int:
         input_stream=sys.stdin,
         output=sys.stdout,
     )
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from latentchess.core.bench import DEFAULT_BENCH_DEPTH, run_bench
+
+    depth = DEFAULT_BENCH_DEPTH if args.depth is None else args.depth
+    if not 1 <= depth <= 64:
+        raise EngineError(f"bench depth must lie in [1, 64], got {depth!r}")
+
+    def progress(index: int, board: chess.Board, nodes: int) -> None:
+        print(f"Position {index + 1:>2}: {nodes:>10} nodes  {board.fen()}", file=sys.stderr)
+
+    result = run_bench(depth, evaluator=args.eval, progress=progress)
+    print("=" * 27)
+    print(f"Total time (ms) : {int(result.time_s * 1000)}")
+    print(f"Nodes searched  : {result.nodes}")
+    print(f"Nodes/second    : {result.nps}")
     return 0

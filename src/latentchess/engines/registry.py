@@ -17,6 +17,7 @@ Examples::
     xboard:fairymax               any XBoard engine (time limits only unless time_only=false)
     random:seed=3                 a random mover
     latent:depth=4,width=3,mode=beam,model=DIR   our engine (LatentEngine.from_options)
+    ab:eval=hce,depth=10,hash=64                our alpha-beta engine (AlphaBetaEngine)
 
 ``name=TEXT`` in any spec sets the display name used in PGN headers (default: the spec itself).
 Keys of the built-in kinds are case-insensitive; UCI option names are matched case-insensitively
@@ -269,6 +270,13 @@ def _build_latent(spec: EngineSpec) -> Engine:
     return engine
 
 
+def _build_ab(spec: EngineSpec) -> Engine:
+    _no_args(spec)
+    from latentchess.engines.ab import AlphaBetaEngine  # loads the native core: only when asked
+
+    return AlphaBetaEngine.from_options(spec.name, **spec.params)
+
+
 def _coerce(value: str) -> str | int | float | bool:
     """``"4"`` -> 4, ``"0.5"`` -> 0.5, ``"true"`` -> True; anything else stays a string."""
     if re.fullmatch(r"[+-]?\d+", value):
@@ -332,6 +340,11 @@ ENGINES: dict[str, EngineKind] = {
             name="greedy",
             summary="mate in one, else the best capture (MVV-LVA), else random (greedy:seed=N)",
             build=_build_random,
+        ),
+        EngineKind(
+            name="ab",
+            summary="our alpha-beta engine (C++ core): ab[:eval=hce|material,depth=N,hash=MB,...]",
+            build=_build_ab,
         ),
         EngineKind(
             name="latent",

@@ -247,8 +247,7 @@ class UciSession:
             self.write("readyok")
         elif isinstance(command, UciNewGame):
             self._stop_search()
-            if self.engine is not None:
-                self.engine.new_game()
+            self._new_game()
         elif isinstance(command, Position):
             self._stop_search()
             self._position(command)
@@ -271,10 +270,17 @@ class UciSession:
         return True
 
     def _uci(self) -> None:
+        for line in (f"id name {ENGINE_NAME}", f"id author {ENGINE_AUTHOR}", *self._option_lines()):
+            self.write(line)
+        self.write("uciok")
+        self.start_loading()
+
+    # -- engine hooks: what a session for another engine (SpecSession) replaces -------------------
+
+    def _option_lines(self) -> list[str]:
+        """The ``option name ...`` lines answered to ``uci``."""
         o = self.options
-        for line in (
-            f"id name {ENGINE_NAME}",
-            f"id author {ENGINE_AUTHOR}",
+        return [
             f"option name Model type string default {o.model}",
             f"option name Depth type spin default {o.depth} min 1 max {MAX_DEPTH}",
             f"option name Width type spin default {o.width} min 1 max 256",
@@ -284,10 +290,12 @@ class UciSession:
             f"option name Move Overhead type spin default {o.move_overhead_ms} min 0 max 10000",
             f"option name Precision type combo default {o.precision} var auto var fp32 var bf16",
             "option name Clear Hash type button",
-            "uciok",
-        ):
-            self.write(line)
-        self.start_loading()
+        ]
+
+    def _new_game(self) -> None:
+        """``ucinewgame`` and ``Clear Hash``: forget what the engine cached."""
+        if self.engine is not None:
+            self.engine.new_game()
 
     def _setoption(self, command: SetOption) -> None:
         name, value = command.name.strip().lower(), (command.value or "").strip()
@@ -326,8 +334,7 @@ class UciSession:
                 return
             o.model = value
         elif name == "clear hash":
-            if self.engine is not None:
-                self.engine.new_game()
+            self._new_game()
         elif name in ("ponder", "uci_showwdl", "uci_analysemode", "multipv"):
             pass  # GUIs set these unasked; nothing to do
         else:
@@ -374,7 +381,7 @@ class UciSession:
             self.info(f"{self.model_error or 'no model'}; playing a fallback move without search")
             self.write(f"bestmove {fallback.uci()}")
             return
-        stop = threading.Event()
+        stop = self._new_stop_event()
         search = _Search(threading.Thread(target=lambda: None), stop, go, board)
         if go.ponder:
             search.pondering.set()
@@ -386,6 +393,50 @@ class UciSession:
         )
         self._search = search
         search.thread.start()
+
+    def _new_stop_event(self) -> threading.Event:
+        """The event a ``stop`` sets (an engine may want one its native search watches)."""
+        return threading.Event()
+
+    def _search_with(
+        self,
+        engine: LatentEngine,
+        search: _Search,
+        limit: chess.engine.Limit,
+        infinite: bool,
+        received: float,
+        on_iteration: Callable[[], None],
+    ) -> tuple[chess.Move | None, chess.Move | None]:
+        """Run the engine's search; returns (best move, ponder move). Sends ``info`` lines and
+        calls ``on_iteration`` after each iteration."""
+        board = search.board
+
+        def iteration(result: SearchResult) -> None:
+            self.write(format_info(result, board.turn, engine))
+            on_iteration()
+
+        result = engine.search(
+            board,
+            limit,
+            stop=search.stop,
+            infinite=infinite,
+            started=received,
+            on_iteration=iteration,
+        )
+        if self.debug:
+            self.info(
+                f"cache hits {result.cache_hits} ({100 * result.cache_hit_rate:.0f}%), "
+                f"scorer {result.scorer_time_s:.3f}s of {result.time_s:.3f}s"
+            )
+        return result.move, result.pv[1] if len(result.pv) > 1 else None
+
+    def _time_budget(self, search: _Search) -> tuple[float, float] | None:
+        """(soft, hard) seconds for a search after ``ponderhit``; None when it has no clock."""
+        from latentchess.engines.latent import time_budget
+
+        overhead = self.options.move_overhead_ms / 1000.0
+        budget = time_budget(go_limit(search.go), search.board.turn, overhead_s=overhead)
+        return None if budget is None else (budget.soft, budget.hard)
 
     def _perft(self, depth: int) -> None:
         """``go perft N``: leaf counts per move, a blank line, ``Nodes searched``, as Stockfish."""
@@ -405,27 +456,13 @@ class UciSession:
         infinite = go.infinite or go.ponder
         limit = go_limit(go) if not infinite else chess.engine.Limit(depth=go.depth, nodes=go.nodes)
 
-        def on_iteration(result: SearchResult) -> None:
-            self.write(format_info(result, board.turn, engine))
+        def on_iteration() -> None:
             soft = search.soft_deadline
             if soft is not None and time.monotonic() >= soft:
                 search.stop.set()  # after ponderhit: the clock's soft limit, as in a timed go
 
         try:
-            result = engine.search(
-                board,
-                limit,
-                stop=search.stop,
-                infinite=infinite,
-                started=received,
-                on_iteration=on_iteration,
-            )
-            move, ponder = result.move, result.pv[1] if len(result.pv) > 1 else None
-            if self.debug:
-                self.info(
-                    f"cache hits {result.cache_hits} ({100 * result.cache_hit_rate:.0f}%), "
-                    f"scorer {result.scorer_time_s:.3f}s of {result.time_s:.3f}s"
-                )
+            move, ponder = self._search_with(engine, search, limit, infinite, received, on_iteration)
         except Exception as error:  # never die mid-game: play something legal
             self.info(f"search failed ({type(error).__name__}: {error}); playing a legal move")
             move, ponder = next(iter(board.legal_moves)), None
@@ -447,15 +484,12 @@ class UciSession:
             return
         search.pondering.clear()
         engine = self.engine
-        from latentchess.engines.latent import time_budget
-
-        overhead = self.options.move_overhead_ms / 1000.0
-        budget = time_budget(go_limit(search.go), search.board.turn, overhead_s=overhead)
-        seconds = budget.hard if budget is not None else 0.0
+        budget = self._time_budget(search)
         if engine is None or budget is None:
             search.stop.set()
             return
-        search.soft_deadline = time.monotonic() + budget.soft
+        soft, seconds = budget
+        search.soft_deadline = time.monotonic() + soft
         search.budgeted.set()
         if search.searched.is_set():  # e.g. a mate found while pondering: answer now
             search.stop.set()
@@ -495,16 +529,24 @@ def _warm_up(model: LatentModel) -> float:
 def run(
     lines: Iterable[str] | None = None,
     output: TextIO | None = None,
+    make_session: Callable[[Callable[[str], None]], UciSession] | None = None,
     **session_options: object,
 ) -> int:
-    """The UCI loop: read commands until ``quit`` or end of input; returns the exit status."""
+    """The UCI loop: read commands until ``quit`` or end of input; returns the exit status.
+
+    ``make_session(write)`` builds the session (default: the latent engine's, with
+    ``session_options``).
+    """
     stream = output or sys.stdout
 
     def write(line: str) -> None:
         stream.write(line + "\n")
         stream.flush()
 
-    session = UciSession(write, **session_options)  # type: ignore[arg-type]
+    if make_session is not None:
+        session = make_session(write)
+    else:
+        session = UciSession(write, **session_options)  # type: ignore[arg-type]
     source = lines if lines is not None else sys.stdin
     try:
         for line in source:

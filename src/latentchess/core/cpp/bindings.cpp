@@ -210,10 +210,16 @@ void register_errors() {
 
 }  // namespace
 
+// Defined in search_bindings.cpp (search helper).
+namespace latentchess::core {
+void bind_search(py::module_& module);
+}  // namespace latentchess::core
+
 PYBIND11_MODULE(_native, m) {
     m.doc() = "latentchess native core: bitboards, legal move generation, perft, tokens.";
     m.attr("SEQUENCE_LENGTH") = SequenceLength;
     register_errors();
     bind_board(m);
     // ---- search section (search helper) goes below this line ----
+    latentchess::core::bind_search(m);
 }

@@ -1,0 +1,64 @@
+// Move ordering (see movepick.h for the contract).
+//
+// Invariants:
+// - Scores are computed once per node; next() is a selection sort step (nodes are usually cut
+//   after a few moves, so sorting everything would waste work).
+#include "movepick.h"
+
+#include "see.h"
+
+namespace latentchess::core {
+
+bool is_tactical(const Position& position, Move move) {
+  return move.promotion() != NoPieceType || position.is_capture(move);
+}
+
+MovePicker::MovePicker(const Position& position, Kind kind, Move table_move,
+                       const Move killers[2], const HistoryTable& history) {
+  if (kind == Kind::All) {
+    generate_legal_moves(position, moves_);
+  } else {
+    MoveList captures;
+    generate_legal_captures(position, captures);
+    for (Move move : captures) {
+      const PieceType promotion = move.promotion();
+      if (promotion == NoPieceType || promotion == Queen) moves_.moves[moves_.size++] = move;
+    }
+  }
+  const Color us = position.side_to_move();
+  for (int i = 0; i < moves_.size; ++i) {
+    const Move move = moves_.moves[i];
+    int score = 0;
+    if (move == table_move) {
+      score = kTableMoveScore;
+    } else if (is_tactical(position, move)) {
+      PieceType victim = position.piece_type_on(move.to());
+      if (victim == NoPieceType && move.promotion() == NoPieceType) victim = Pawn;  // en passant
+      const PieceType attacker = position.piece_type_on(move.from());
+      const int order = 64 * kSeeValue[victim] / 100 + 8 * kSeeValue[move.promotion()] / 100 -
+                        static_cast<int>(attacker);
+      score = (see_at_least(position, move, 0) ? kGoodCaptureScore : kBadCaptureScore) + order;
+    } else if (killers != nullptr && move == killers[0]) {
+      score = kKillerScore + 1;
+    } else if (killers != nullptr && move == killers[1]) {
+      score = kKillerScore;
+    } else {
+      score = history.get(us, move);
+    }
+    scores_[i] = score;
+  }
+}
+
+Move MovePicker::next(int* score) {
+  if (index_ >= moves_.size) return Move::none();
+  int best = index_;
+  for (int i = index_ + 1; i < moves_.size; ++i) {
+    if (scores_[i] > scores_[best]) best = i;
+  }
+  std::swap(moves_.moves[index_], moves_.moves[best]);
+  std::swap(scores_[index_], scores_[best]);
+  if (score != nullptr) *score = scores_[index_];
+  return moves_.moves[index_++];
+}
+
+}  // namespace latentchess::core

@@ -1,0 +1,527 @@
+// Alpha-beta search (see search.h for the contract).
+//
+// Invariants:
+// - negamax(alpha, beta, depth, ply) returns a fail-soft score: <= alpha means "at most",
+//   >= beta means "at least"; PV nodes are those with beta - alpha > 1.
+// - Every do_move is paired with undo_move on all paths, including stops: after an interrupted
+//   search the position and the evaluator are back at the root.
+// - Pruning (null move, reverse futility, late-move pruning, SEE pruning) never applies at PV
+//   nodes' first move, in check, or when a mate score is at stake.
+#include "search.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstdlib>
+
+#include "see.h"
+
+namespace latentchess::core {
+namespace {
+
+constexpr std::int64_t kNodesPerCheck = 1024;
+
+bool is_mate_score(int score) { return std::abs(score) >= kMateInMaxPly; }
+
+}  // namespace
+
+Search::Search(const Position& root, TranspositionTable& table, Evaluator& evaluator,
+               const SearchLimits& limits, TimeManager::Clock::time_point start,
+               const std::atomic<bool>& stop_requested, StopPoll poll)
+    : position_(root),
+      table_(table),
+      evaluator_(evaluator),
+      limits_(limits),
+      time_(limits, start),
+      stop_requested_(stop_requested),
+      poll_(std::move(poll)) {
+  for (int depth = 1; depth < 64; ++depth) {
+    for (int number = 1; number < 64; ++number) {
+      const double reduction = 0.75 + std::log(depth) * std::log(number) / 2.25;
+      reductions_[depth][number] = static_cast<std::uint8_t>(std::max(0.0, reduction));
+    }
+  }
+}
+
+// -- position bookkeeping -------------------------------------------------------------------------
+
+void Search::do_move(Move move) {
+  evaluator_.on_do_move(position_, move);
+  position_.do_move(move);
+  ++nodes_;
+}
+
+void Search::undo_move() {
+  position_.undo_move();
+  evaluator_.on_undo_move();
+}
+
+void Search::do_null_move() {
+  evaluator_.on_do_null_move();
+  position_.do_null_move();
+  ++nodes_;
+}
+
+void Search::undo_null_move() {
+  position_.undo_null_move();
+  evaluator_.on_undo_null_move();
+}
+
+bool Search::is_draw() const {
+  return position_.is_fifty_move_draw() || position_.is_insufficient_material() ||
+         position_.is_repetition(1);
+}
+
+bool Search::has_non_pawn_material(Color color) const {
+  return (position_.pieces(color) & ~position_.pieces(color, Pawn) &
+          ~position_.pieces(color, King)) != 0;
+}
+
+bool Search::should_stop() {
+  if (stopped_) return true;
+  if (limits_.nodes != 0 && nodes_ >= limits_.nodes) return stopped_ = true;
+  if ((nodes_ & (kNodesPerCheck - 1)) != 0) return false;
+  if (stop_requested_.load(std::memory_order_relaxed)) return stopped_ = true;
+  if (time_.past_hard_limit()) return stopped_ = true;
+  if (poll_ && poll_()) return stopped_ = true;
+  return false;
+}
+
+void Search::update_pv(int ply, Move move) {
+  pv_table_[ply][0] = move;
+  const int child_length = pv_length_[ply + 1];
+  for (int i = 0; i < child_length; ++i) pv_table_[ply][i + 1] = pv_table_[ply + 1][i];
+  pv_length_[ply] = child_length + 1;
+}
+
+void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried_count,
+                                int depth) {
+  PlyState& state = plies_[ply];
+  if (state.killers[0] != best) {
+    state.killers[1] = state.killers[0];
+    state.killers[0] = best;
+  }
+  const int bonus = std::min(depth * depth * 16, 1600);
+  const Color us = position_.side_to_move();
+  history_.update(us, best, bonus);
+  for (int i = 0; i < tried_count; ++i) {
+    if (tried[i] != best) history_.update(us, tried[i], -bonus);
+  }
+}
+
+// -- iterative deepening ----------------------------------------------------------------------
+
+SearchResult Search::run(const IterationCallback& on_iteration) {
+  table_.new_search();
+  evaluator_.reset(position_);
+  SearchResult result;
+
+  // A first order before depth 1: the table move, then captures by SEE (as everywhere else).
+  {
+    const ProbeResult entry = table_.probe(position_.key());
+    const Move killers[2] = {Move::none(), Move::none()};
+    MovePicker picker(position_, MovePicker::Kind::All, entry.hit ? entry.move : Move::none(),
+                      killers, history_);
+    std::vector<RootMove> ordered;
+    for (Move move = picker.next(); move != Move::none(); move = picker.next()) {
+      ordered.push_back(RootMove{move});
+    }
+    root_moves_ = std::move(ordered);
+  }
+  if (root_moves_.empty()) return result;  // checkmate or stalemate: no move, no lines
+
+  const int lines = std::clamp(limits_.multipv, 1, static_cast<int>(root_moves_.size()));
+  const int max_depth = limits_.depth > 0 ? std::min(limits_.depth, kMaxPly - 1) : kMaxPly - 1;
+  for (int depth = 1; depth <= max_depth; ++depth) {
+    for (RootMove& root : root_moves_) {
+      root.previous_score = root.score;
+      root.score = -kInfinity;
+    }
+    for (int pv_index = 0; pv_index < lines && !stopped_; ++pv_index) {
+      seldepth_ = 0;
+      const int previous = root_moves_[pv_index].previous_score;
+      int delta = 20;
+      int alpha = -kInfinity, beta = kInfinity;
+      if (depth >= 4 && previous > -kInfinity && !is_mate_score(previous)) {
+        alpha = std::max(previous - delta, -kInfinity);
+        beta = std::min(previous + delta, kInfinity);
+      }
+      while (true) {
+        const int score = search_root(alpha, beta, depth, pv_index);
+        std::stable_sort(root_moves_.begin() + pv_index, root_moves_.end(),
+                         [](const RootMove& a, const RootMove& b) { return a.score > b.score; });
+        if (stopped_) break;
+        if (score <= alpha) {
+          beta = (alpha + beta) / 2;
+          alpha = std::max(score - delta, -kInfinity);
+        } else if (score >= beta) {
+          beta = std::min(score + delta, kInfinity);
+        } else {
+          break;
+        }
+        delta += delta / 2 + 5;
+      }
+      std::stable_sort(root_moves_.begin(), root_moves_.begin() + pv_index + 1,
+                       [](const RootMove& a, const RootMove& b) { return a.score > b.score; });
+    }
+    if (stopped_) {
+      // Moves whose search completed this iteration keep their scores; the rest keep the last
+      // iteration's order. If even the first move did not complete, nothing changes.
+      if (root_moves_[0].score == -kInfinity) {
+        for (RootMove& root : root_moves_) root.score = root.previous_score;
+      }
+      break;
+    }
+    result.last = report(depth, lines);
+    if (on_iteration) on_iteration(result.last);
+
+    const int best = root_moves_[0].score;
+    if (limits_.mate_in > 0 && best >= kMateInMaxPly && (kMate - best + 1) / 2 <= limits_.mate_in) {
+      break;
+    }
+    if (!limits_.infinite && root_moves_.size() == 1 && time_.has_deadline() && depth >= 4) break;
+    if (!time_.may_start_iteration()) break;
+    if (stop_requested_.load() || (poll_ && poll_())) break;
+  }
+
+  // The final view: the last completed depth, with the root order as far as the interrupted
+  // iteration got (so the best move and the first line always agree).
+  result.last = report(std::max(1, result.last.depth), lines);
+  result.best_move = root_moves_[0].move;
+  if (root_moves_[0].pv.size() > 1) result.ponder_move = root_moves_[0].pv[1];
+  result.nodes = nodes_;
+  result.time_ms = time_.elapsed_ms();
+  return result;
+}
+
+IterationReport Search::report(int depth, int lines) const {
+  IterationReport report;
+  report.depth = depth;
+  report.seldepth = std::max(seldepth_, depth);
+  report.nodes = nodes_;
+  report.time_ms = time_.elapsed_ms();
+  report.hashfull = table_.hashfull();
+  for (int i = 0; i < lines; ++i) {
+    const RootMove& root = root_moves_[i];
+    PrincipalVariation line;
+    line.multipv = i + 1;
+    line.score = root.score > -kInfinity ? root.score : root.previous_score;
+    if (line.score == -kInfinity) line.score = 0;
+    line.bound = root.bound;
+    line.moves = root.pv.empty() ? std::vector<Move>{root.move} : root.pv;
+    report.lines.push_back(std::move(line));
+  }
+  return report;
+}
+
+int Search::search_root(int alpha, int beta, int depth, int pv_index) {
+  int best = -kInfinity;
+  const bool in_check = position_.in_check();
+  const int search_depth = depth + (in_check ? 1 : 0);
+  for (std::size_t i = pv_index; i < root_moves_.size(); ++i) {
+    RootMove& root = root_moves_[i];
+    const Move move = root.move;
+    plies_[0].current = move;
+    pv_length_[1] = 0;
+    do_move(move);
+    int score = 0;
+    if (i == static_cast<std::size_t>(pv_index)) {
+      score = -negamax(-beta, -alpha, search_depth - 1, 1, false);
+    } else {
+      int reduction = 0;
+      if (depth >= 3 && i > static_cast<std::size_t>(pv_index) + 3 && !is_tactical(position_, move) &&
+          !position_.in_check()) {
+        reduction = 1;
+      }
+      score = -negamax(-alpha - 1, -alpha, search_depth - 1 - reduction, 1, true);
+      if (score > alpha && reduction > 0) {
+        score = -negamax(-alpha - 1, -alpha, search_depth - 1, 1, true);
+      }
+      if (score > alpha && score < beta) {
+        score = -negamax(-beta, -alpha, search_depth - 1, 1, false);
+      }
+    }
+    undo_move();
+    if (stopped_) return best;
+
+    if (score > alpha || i == static_cast<std::size_t>(pv_index)) {
+      root.score = score;
+      root.bound = score >= beta ? Bound::Lower : score <= alpha ? Bound::Upper : Bound::Exact;
+      root.pv.assign(1, move);
+      for (int k = 0; k < pv_length_[1]; ++k) root.pv.push_back(pv_table_[1][k]);
+      if (score <= alpha) root.score = -kInfinity;  // failed low: order kept, not a result
+    }
+    if (score > best) best = score;
+    if (score > alpha) {
+      alpha = score;
+      if (score >= beta) break;
+    }
+  }
+  return best;
+}
+
+// -- the main search ----------------------------------------------------------------------------
+
+int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
+  const bool pv_node = beta - alpha > 1;
+  pv_length_[ply] = 0;
+  if (should_stop()) return 0;
+  if (ply > seldepth_) seldepth_ = ply;
+
+  if (is_draw()) return kDraw;
+  if (ply >= kMaxPly) return evaluator_.evaluate(position_);
+
+  // Mate distance pruning: no line from here can beat a shorter mate already in hand.
+  alpha = std::max(alpha, -kMate + ply);
+  beta = std::min(beta, kMate - ply - 1);
+  if (alpha >= beta) return alpha;
+
+  const bool in_check = position_.in_check();
+  if (in_check) ++depth;  // check extension
+  if (depth <= 0) return quiescence(alpha, beta, ply);
+
+  const std::uint64_t key = position_.key();
+  const ProbeResult entry = table_.probe(key);
+  Move table_move = Move::none();
+  if (entry.hit && entry.move != Move::none() && position_.is_pseudo_legal(entry.move) &&
+      position_.is_legal(entry.move)) {
+    table_move = entry.move;
+  }
+  if (entry.hit && !pv_node && entry.depth >= depth) {
+    const int score = score_from_table(entry.score, ply);
+    if (entry.bound == Bound::Exact || (entry.bound == Bound::Lower && score >= beta) ||
+        (entry.bound == Bound::Upper && score <= alpha)) {
+      return score;
+    }
+  }
+
+  int static_eval = 0;
+  if (in_check) {
+    static_eval = -kInfinity;
+  } else if (entry.hit && std::abs(entry.static_eval) < kEvaluationBound) {
+    static_eval = entry.static_eval;
+  } else {
+    static_eval = evaluator_.evaluate(position_);
+  }
+  plies_[ply].static_eval = static_eval;
+  const bool improving =
+      !in_check && ply >= 2 && plies_[ply - 2].static_eval != -kInfinity &&
+      static_eval > plies_[ply - 2].static_eval;
+  plies_[ply + 1].killers[0] = plies_[ply + 1].killers[1] = Move::none();
+
+  const Color us = position_.side_to_move();
+  if (!pv_node && !in_check && !is_mate_score(beta)) {
+    // Reverse futility: far above beta at low depth, a quiet move will not bring it back.
+    if (depth <= 6 && static_eval - 85 * (depth - improving) >= beta) return static_eval;
+
+    // Null move: if passing still holds beta, a real move would too (not in zugzwang-prone
+    // pawn endings).
+    if (depth >= 3 && static_eval >= beta && !plies_[ply - 1].null_move &&
+        has_non_pawn_material(us)) {
+      const int reduction = 3 + depth / 4 + std::min(3, (static_eval - beta) / 200);
+      plies_[ply].current = Move::none();
+      plies_[ply].null_move = true;
+      do_null_move();
+      const int score = -negamax(-beta, -beta + 1, depth - 1 - reduction, ply + 1, !cut_node);
+      undo_null_move();
+      plies_[ply].null_move = false;
+      if (stopped_) return 0;
+      if (score >= beta) return is_mate_score(score) ? beta : score;
+    }
+  }
+  // Internal iterative reduction: without a table move this node was never searched well.
+  if (table_move == Move::none() && depth >= 6 && (pv_node || cut_node)) --depth;
+
+  MovePicker picker(position_, MovePicker::Kind::All, table_move, plies_[ply].killers, history_);
+  if (picker.size() == 0) return in_check ? -kMate + ply : kDraw;
+
+  const int original_alpha = alpha;
+  int best = -kInfinity;
+  Move best_move = Move::none();
+  Move quiets_tried[64];
+  int quiet_count = 0;
+  int move_number = 0;
+  int order_score = 0;
+  for (Move move = picker.next(&order_score); move != Move::none();
+       move = picker.next(&order_score)) {
+    ++move_number;
+    const bool tactical = is_tactical(position_, move);
+    const bool quiet = !tactical;
+
+    // Pruning candidates at low depth; moves that give check are exempt (decided after the move).
+    bool prune_unless_check = false;
+    if (ply > 0 && best > -kMateInMaxPly && has_non_pawn_material(us) && !in_check) {
+      // Late-move pruning: quiet moves this late rarely matter.
+      if (quiet && depth <= 7 && quiet_count >= (3 + depth * depth) / (improving ? 1 : 2)) {
+        prune_unless_check = true;
+      }
+      // SEE pruning: a move that loses too much material.
+      if (!prune_unless_check && depth <= 6 && move_number > 1) {
+        const int threshold = tactical ? -100 * depth : -25 * depth * depth;
+        prune_unless_check = !see_at_least(position_, move, threshold);
+      }
+    }
+
+    plies_[ply].current = move;
+    do_move(move);
+    const bool gives_check = position_.in_check();
+    if (prune_unless_check && !gives_check) {
+      undo_move();
+      if (quiet && quiet_count < 64) quiets_tried[quiet_count++] = move;
+      continue;
+    }
+    const int new_depth = depth - 1;
+    int score = 0;
+    if (move_number == 1) {
+      score = -negamax(-beta, -alpha, new_depth, ply + 1, !pv_node && !cut_node);
+    } else {
+      int reduction = 0;
+      if (depth >= 3 && move_number > 1 + (pv_node ? 1 : 0) &&
+          (quiet || order_score < 0)) {
+        reduction = reductions_[std::min(depth, 63)][std::min(move_number, 63)];
+        if (pv_node) --reduction;
+        if (!improving) ++reduction;
+        if (cut_node) ++reduction;
+        if (gives_check) --reduction;
+        if (quiet) reduction -= std::clamp(order_score / 6000, -2, 2);
+        if (order_score >= MovePicker::kKillerScore) --reduction;
+        reduction = std::clamp(reduction, 0, new_depth - 1);
+      }
+      score = -negamax(-alpha - 1, -alpha, new_depth - reduction, ply + 1, true);
+      if (score > alpha && reduction > 0) {
+        score = -negamax(-alpha - 1, -alpha, new_depth, ply + 1, !cut_node);
+      }
+      if (pv_node && score > alpha && score < beta) {
+        score = -negamax(-beta, -alpha, new_depth, ply + 1, false);
+      }
+    }
+    undo_move();
+    if (stopped_) return 0;
+
+    if (score > best) {
+      best = score;
+      if (score > alpha) {
+        best_move = move;
+        alpha = score;
+        if (pv_node) update_pv(ply, move);
+        if (score >= beta) {
+          if (quiet) update_quiet_stats(ply, move, quiets_tried, quiet_count, depth);
+          break;
+        }
+      }
+    }
+    if (quiet && quiet_count < 64) quiets_tried[quiet_count++] = move;
+  }
+  if (best == -kInfinity) {
+    // Every move was pruned (only possible with non-pawn material and a score in hand; keep it
+    // safe anyway): fall back to the static view.
+    best = in_check ? -kMate + ply : alpha;
+  }
+
+  const Bound bound = best >= beta                         ? Bound::Lower
+                      : (pv_node && best > original_alpha) ? Bound::Exact
+                                                           : Bound::Upper;
+  table_.store(key, best_move, score_to_table(best, ply),
+               in_check ? 0 : static_eval, depth, bound);
+  return best;
+}
+
+int Search::quiescence(int alpha, int beta, int ply) {
+  const bool pv_node = beta - alpha > 1;
+  pv_length_[ply] = 0;
+  if (should_stop()) return 0;
+  if (ply > seldepth_) seldepth_ = ply;
+  if (is_draw()) return kDraw;
+  if (ply >= kMaxPly) return evaluator_.evaluate(position_);
+
+  const std::uint64_t key = position_.key();
+  const ProbeResult entry = table_.probe(key);
+  if (entry.hit && !pv_node) {
+    const int score = score_from_table(entry.score, ply);
+    if (entry.bound == Bound::Exact || (entry.bound == Bound::Lower && score >= beta) ||
+        (entry.bound == Bound::Upper && score <= alpha)) {
+      return score;
+    }
+  }
+
+  const bool in_check = position_.in_check();
+  int best = -kInfinity;
+  int static_eval = -kInfinity;
+  if (!in_check) {
+    static_eval = entry.hit && std::abs(entry.static_eval) < kEvaluationBound
+                      ? entry.static_eval
+                      : evaluator_.evaluate(position_);
+    best = static_eval;
+    if (best >= beta) return best;  // stand pat
+    alpha = std::max(alpha, best);
+  }
+
+  Move table_move = Move::none();
+  if (entry.hit && entry.move != Move::none() && position_.is_pseudo_legal(entry.move) &&
+      position_.is_legal(entry.move)) {
+    table_move = entry.move;
+  }
+  const Move no_killers[2] = {Move::none(), Move::none()};
+  MovePicker picker(position_, in_check ? MovePicker::Kind::All : MovePicker::Kind::Tactical,
+                    table_move, no_killers, history_);
+  if (in_check && picker.size() == 0) return -kMate + ply;
+
+  const int original_alpha = alpha;
+  Move best_move = Move::none();
+  int order_score = 0;
+  for (Move move = picker.next(&order_score); move != Move::none();
+       move = picker.next(&order_score)) {
+    if (!in_check) {
+      // Delta pruning: even winning the piece would not reach alpha.
+      const PieceType victim = position_.piece_type_on(move.to());
+      if (move.promotion() == NoPieceType && victim != NoPieceType &&
+          static_eval + kSeeValue[victim] + 200 <= alpha) {
+        continue;
+      }
+      // Captures that lose material by SEE (the picker has judged all but the table move).
+      if (order_score < 0) continue;
+      if (order_score == MovePicker::kTableMoveScore && !see_at_least(position_, move, 0)) {
+        continue;
+      }
+    }
+    do_move(move);
+    const int score = -quiescence(-beta, -alpha, ply + 1);
+    undo_move();
+    if (stopped_) return 0;
+    if (score > best) {
+      best = score;
+      if (score > alpha) {
+        best_move = move;
+        alpha = score;
+        if (pv_node) update_pv(ply, move);
+        if (score >= beta) break;
+      }
+    }
+  }
+  const Bound bound = best >= beta ? Bound::Lower
+                      : (pv_node && best > original_alpha) ? Bound::Exact
+                                                           : Bound::Upper;
+  table_.store(key, best_move, score_to_table(best, ply), in_check ? 0 : static_eval, 0, bound);
+  return best;
+}
+
+// -- the engine ---------------------------------------------------------------------------------
+
+SearchEngine::SearchEngine(const std::string& evaluator, std::size_t hash_mb)
+    : table_(hash_mb), evaluator_(make_evaluator(evaluator)) {}
+
+SearchResult SearchEngine::search(const Position& position, const SearchLimits& limits,
+                                  const IterationCallback& on_iteration, StopPoll poll,
+                                  const std::atomic<bool>* stop_flag) {
+  const auto start = TimeManager::Clock::now();
+  if (stop_flag == nullptr) {
+    stop_requested_.store(false);
+    stop_flag = &stop_requested_;
+  }
+  Search search(position, table_, *evaluator_, limits, start, *stop_flag, std::move(poll));
+  return search.run(on_iteration);
+}
+
+void SearchEngine::new_game() { table_.clear(); }
+
+}  // namespace latentchess::core

@@ -1,0 +1,144 @@
+// Alpha-beta search: iterative deepening, aspiration windows, principal-variation negamax with a
+// transposition table, quiescence, null-move pruning, late-move reductions and MultiPV.
+//
+// Invariants:
+// - All per-search state (node counts, killers, history, PV table, evaluator stack) lives in a
+//   `Search` object used by one thread; the transposition table and the evaluator are owned by
+//   the `SearchEngine` and lent to one search at a time. There are no mutable globals.
+// - The root position is copied: the caller's position is never changed.
+// - Scores are centipawns from the side to move's view; |score| >= kMateInMaxPly is a mate
+//   (kMate - |score| plies away). Draws (repetition including the game history before the root,
+//   fifty moves, insufficient material, stalemate) score kDraw.
+// - A search stops within ~1024 nodes of a stop request, the hard time limit or the node limit;
+//   results of an interrupted iteration are used only for moves whose search completed.
+// - Given the same position, limits without time, and the same table contents, the search is
+//   deterministic (node counts included): `bench` relies on it.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "evaluate.h"
+#include "movepick.h"
+#include "position.h"
+#include "search_constants.h"
+#include "timeman.h"
+#include "tt.h"
+#include "types.h"
+
+namespace latentchess::core {
+
+struct PrincipalVariation {
+  int multipv = 1;      // 1-based line number
+  int score = 0;        // side to move's view
+  Bound bound = Bound::Exact;  // Lower/Upper when the last iteration ended on a window edge
+  std::vector<Move> moves;
+};
+
+struct IterationReport {
+  int depth = 0;
+  int seldepth = 0;
+  std::uint64_t nodes = 0;
+  std::int64_t time_ms = 0;
+  int hashfull = 0;
+  std::vector<PrincipalVariation> lines;  // best first
+};
+
+struct SearchResult {
+  Move best_move = Move::none();
+  Move ponder_move = Move::none();
+  IterationReport last;  // the last completed iteration (lines may be empty: no legal move)
+  std::uint64_t nodes = 0;  // all nodes, the interrupted iteration included
+  std::int64_t time_ms = 0;
+};
+
+using IterationCallback = std::function<void(const IterationReport&)>;
+// Polled about every 1024 nodes; returning true stops the search (e.g. a Python event).
+using StopPoll = std::function<bool()>;
+
+class Search {
+ public:
+  Search(const Position& root, TranspositionTable& table, Evaluator& evaluator,
+         const SearchLimits& limits, TimeManager::Clock::time_point start,
+         const std::atomic<bool>& stop_requested, StopPoll poll = nullptr);
+
+  SearchResult run(const IterationCallback& on_iteration);
+
+ private:
+  struct RootMove {
+    explicit RootMove(Move root_move) : move(root_move) {}
+    Move move;
+    int score = -kInfinity;           // this iteration (-kInfinity: not completed or failed low)
+    int previous_score = -kInfinity;  // last completed iteration
+    Bound bound = Bound::Exact;
+    std::vector<Move> pv;
+  };
+  struct PlyState {
+    int static_eval = 0;
+    Move killers[2] = {Move::none(), Move::none()};
+    Move current = Move::none();
+    bool null_move = false;
+  };
+
+  int search_root(int alpha, int beta, int depth, int pv_index);
+  int negamax(int alpha, int beta, int depth, int ply, bool cut_node);
+  int quiescence(int alpha, int beta, int ply);
+
+  void do_move(Move move);
+  void undo_move();
+  void do_null_move();
+  void undo_null_move();
+  bool is_draw() const;
+  bool has_non_pawn_material(Color color) const;
+  bool should_stop();
+  void update_pv(int ply, Move move);
+  void update_quiet_stats(int ply, Move best, const Move* tried, int tried_count, int depth);
+  IterationReport report(int depth, int lines) const;
+
+  Position position_;
+  TranspositionTable& table_;
+  Evaluator& evaluator_;
+  SearchLimits limits_;
+  TimeManager time_;
+  const std::atomic<bool>& stop_requested_;
+  StopPoll poll_;
+
+  std::vector<RootMove> root_moves_;
+  std::array<PlyState, kMaxPly + 4> plies_{};
+  std::array<std::array<Move, kMaxPly + 1>, kMaxPly + 1> pv_table_{};
+  std::array<int, kMaxPly + 1> pv_length_{};
+  std::array<std::array<std::uint8_t, 64>, 64> reductions_{};  // [depth][move number]
+  HistoryTable history_;
+  std::uint64_t nodes_ = 0;
+  int seldepth_ = 0;
+  bool stopped_ = false;
+};
+
+// Owns the transposition table and the evaluator across searches (one UCI engine).
+class SearchEngine {
+ public:
+  explicit SearchEngine(const std::string& evaluator = "hce", std::size_t hash_mb = 16);
+
+  SearchResult search(const Position& position, const SearchLimits& limits,
+                      const IterationCallback& on_iteration, StopPoll poll = nullptr,
+                      const std::atomic<bool>* stop_flag = nullptr);
+  // Thread-safe: ends the running search (and only it) soon.
+  void stop() { stop_requested_.store(true); }
+  void new_game();
+  void set_hash_megabytes(std::size_t megabytes) { table_.resize(megabytes); }
+  std::size_t hash_megabytes() const { return table_.megabytes(); }
+  int hashfull() const { return table_.hashfull(); }
+  std::string evaluator_name() const { return evaluator_->name(); }
+
+ private:
+  TranspositionTable table_;
+  std::unique_ptr<Evaluator> evaluator_;
+  std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace latentchess::core

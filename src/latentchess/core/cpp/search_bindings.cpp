@@ -1,0 +1,190 @@
+// The search section of the Python binding: SearchEngine, StopFlag, limits and results.
+//
+// Invariants:
+// - The search runs with the GIL released; Python code (the per-iteration callback, the stop
+//   poll) runs only with the GIL re-acquired, on the searching thread.
+// - An exception raised by the Python callback stops the search and is re-raised to the caller
+//   once the search has returned (the C++ search never unwinds through Python frames).
+// - Moves cross the boundary as UCI strings; scores as side-to-move centipawns plus an optional
+//   "mate in N moves" (positive: the side to move mates).
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "evaluate.h"
+#include "position.h"
+#include "search.h"
+#include "see.h"
+
+namespace py = pybind11;
+
+namespace latentchess::core {
+namespace {
+
+// A stop request shared between the thread that asks and the thread that searches.
+struct StopFlag {
+  std::shared_ptr<std::atomic<bool>> flag = std::make_shared<std::atomic<bool>>(false);
+};
+
+const char* bound_name(Bound bound) {
+  switch (bound) {
+    case Bound::Lower: return "lower";
+    case Bound::Upper: return "upper";
+    default: return "exact";
+  }
+}
+
+py::dict line_to_dict(const PrincipalVariation& line) {
+  py::dict out;
+  out["multipv"] = line.multipv;
+  if (std::abs(line.score) >= kMateInMaxPly) {
+    const int plies = kMate - std::abs(line.score);
+    const int moves = (plies + 1) / 2;
+    out["mate"] = line.score > 0 ? moves : -moves;
+    out["cp"] = py::none();
+  } else {
+    out["mate"] = py::none();
+    out["cp"] = line.score;
+  }
+  out["bound"] = bound_name(line.bound);
+  py::list moves;
+  for (Move move : line.moves) moves.append(move.to_uci());
+  out["pv"] = moves;
+  return out;
+}
+
+py::dict report_to_dict(const IterationReport& report) {
+  py::dict out;
+  out["depth"] = report.depth;
+  out["seldepth"] = report.seldepth;
+  out["nodes"] = report.nodes;
+  out["time_ms"] = report.time_ms;
+  out["hashfull"] = report.hashfull;
+  py::list lines;
+  for (const PrincipalVariation& line : report.lines) lines.append(line_to_dict(line));
+  out["lines"] = lines;
+  return out;
+}
+
+py::dict run_search(SearchEngine& engine, const Position& position, const SearchLimits& limits,
+                    const std::optional<py::function>& on_iteration,
+                    const std::optional<StopFlag>& stop, const std::optional<py::function>& poll) {
+  std::optional<py::error_already_set> failure;
+  std::atomic<bool> failed{false};
+  IterationCallback callback;
+  if (on_iteration) {
+    const py::function& function = *on_iteration;
+    callback = [&](const IterationReport& report) {
+      py::gil_scoped_acquire gil;
+      if (failure) return;
+      try {
+        function(report_to_dict(report));
+      } catch (py::error_already_set& error) {
+        failure.emplace(std::move(error));
+        failed.store(true);
+      }
+    };
+  }
+  StopPoll stop_poll = [&]() { return failed.load(); };
+  if (poll) {
+    const py::function& function = *poll;
+    stop_poll = [&]() {
+      if (failed.load()) return true;
+      py::gil_scoped_acquire gil;
+      try {
+        return py::cast<bool>(function());
+      } catch (py::error_already_set& error) {
+        failure.emplace(std::move(error));
+        failed.store(true);
+        return true;
+      }
+    };
+  }
+  SearchResult result;
+  {
+    py::gil_scoped_release release;
+    result = engine.search(position, limits, callback, stop_poll,
+                           stop ? stop->flag.get() : nullptr);
+  }
+  if (failure) throw std::move(*failure);
+  py::dict out = report_to_dict(result.last);
+  out["bestmove"] = result.best_move.is_none() ? py::object(py::none())
+                                               : py::object(py::str(result.best_move.to_uci()));
+  out["ponder"] = result.ponder_move.is_none() ? py::object(py::none())
+                                               : py::object(py::str(result.ponder_move.to_uci()));
+  out["total_nodes"] = result.nodes;
+  out["total_time_ms"] = result.time_ms;
+  return out;
+}
+
+}  // namespace
+
+void bind_search(py::module_& module) {
+  py::class_<StopFlag>(module, "StopFlag", "A stop request for a running native search.")
+      .def(py::init<>())
+      .def("set", [](StopFlag& self) { self.flag->store(true); })
+      .def("clear", [](StopFlag& self) { self.flag->store(false); })
+      .def("is_set", [](const StopFlag& self) { return self.flag->load(); });
+
+  py::class_<SearchLimits>(module, "SearchLimits", "Limits of one search (see timeman.h).")
+      .def(py::init<>())
+      .def_readwrite("depth", &SearchLimits::depth)
+      .def_readwrite("nodes", &SearchLimits::nodes)
+      .def_readwrite("movetime_ms", &SearchLimits::movetime_ms)
+      .def_readwrite("time_left_ms", &SearchLimits::time_left_ms)
+      .def_readwrite("increment_ms", &SearchLimits::increment_ms)
+      .def_readwrite("moves_to_go", &SearchLimits::moves_to_go)
+      .def_readwrite("mate_in", &SearchLimits::mate_in)
+      .def_readwrite("infinite", &SearchLimits::infinite)
+      .def_readwrite("multipv", &SearchLimits::multipv)
+      .def_readwrite("move_overhead_ms", &SearchLimits::move_overhead_ms);
+
+  py::class_<SearchEngine>(module, "SearchEngine",
+                           "Alpha-beta search owning its transposition table and evaluator.")
+      .def(py::init([](const std::string& evaluator, std::size_t hash_mb) {
+             try {
+               return std::make_unique<SearchEngine>(evaluator, hash_mb);
+             } catch (const std::invalid_argument& error) {
+               throw py::value_error(error.what());
+             }
+           }),
+           py::arg("evaluator") = "hce", py::arg("hash_mb") = 16)
+      .def("search", &run_search, py::arg("position"), py::arg("limits"),
+           py::arg("on_iteration") = py::none(), py::arg("stop") = py::none(),
+           py::arg("poll") = py::none())
+      .def("new_game", &SearchEngine::new_game)
+      .def("set_hash_megabytes", &SearchEngine::set_hash_megabytes, py::arg("megabytes"))
+      .def_property_readonly("hash_megabytes", &SearchEngine::hash_megabytes)
+      .def_property_readonly("hashfull", &SearchEngine::hashfull)
+      .def_property_readonly("evaluator", &SearchEngine::evaluator_name);
+
+  module.def(
+      "evaluate",
+      [](const Position& position, const std::string& evaluator) {
+        std::unique_ptr<Evaluator> instance;
+        try {
+          instance = make_evaluator(evaluator);
+        } catch (const std::invalid_argument& error) {
+          throw py::value_error(error.what());
+        }
+        instance->reset(position);
+        return instance->evaluate(position);
+      },
+      py::arg("position"), py::arg("evaluator") = "hce",
+      "Static evaluation (centipawns, side to move's view).");
+  module.def(
+      "see_at_least",
+      [](const Position& position, const std::string& uci, int threshold) {
+        return see_at_least(position, position.parse_uci(uci), threshold);
+      },
+      py::arg("position"), py::arg("move"), py::arg("threshold"),
+      "Whether the static exchange after a legal move gains at least `threshold` centipawns.");
+}
+
+}  // namespace latentchess::core

@@ -1,0 +1,50 @@
+// Time management: how long one search may run, from the UCI limits.
+//
+// Invariants:
+// - All times are milliseconds of std::chrono::steady_clock, counted from `start`, which the
+//   caller sets to when the command arrived (so set-up time is charged to the search).
+// - `hard_ms` is never more than the remaining clock minus the move overhead (never below 1 ms
+//   while a clock is given), so a search that stops at `hard_ms` cannot lose on time; `soft_ms`
+//   <= `hard_ms` is when no new iteration starts. Negative values mean "no limit".
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace latentchess::core {
+
+struct SearchLimits {
+  int depth = 0;               // 0: no depth limit (kMaxPly - 1)
+  std::uint64_t nodes = 0;     // 0: no node limit
+  std::int64_t movetime_ms = -1;
+  std::int64_t time_left_ms = -1;  // the side to move's clock; -1: no clock
+  std::int64_t increment_ms = 0;
+  int moves_to_go = 0;         // 0: sudden death
+  int mate_in = 0;             // stop once a mate in this many moves (or fewer) is found
+  bool infinite = false;       // search until stopped (depth and nodes still apply)
+  int multipv = 1;
+  int move_overhead_ms = 30;
+};
+
+class TimeManager {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  TimeManager(const SearchLimits& limits, Clock::time_point start);
+
+  std::int64_t elapsed_ms() const;
+  bool has_deadline() const { return hard_ms_ >= 0; }
+  bool past_hard_limit() const { return hard_ms_ >= 0 && elapsed_ms() >= hard_ms_; }
+  // Whether another iteration should start, given how much of the soft budget is used.
+  bool may_start_iteration() const { return soft_ms_ < 0 || elapsed_ms() < soft_ms_ / 2; }
+  bool past_soft_limit() const { return soft_ms_ >= 0 && elapsed_ms() >= soft_ms_; }
+  std::int64_t soft_ms() const { return soft_ms_; }
+  std::int64_t hard_ms() const { return hard_ms_; }
+
+ private:
+  Clock::time_point start_;
+  std::int64_t soft_ms_ = -1;
+  std::int64_t hard_ms_ = -1;
+};
+
+}  // namespace latentchess::core

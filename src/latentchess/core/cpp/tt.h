@@ -1,0 +1,80 @@
+// The transposition table: a fixed-size hash of search results, sized in megabytes.
+//
+// Invariants:
+// - Buckets of kBucketSize entries; a position's bucket is chosen by the high bits of
+//   (key * bucket count) and it is recognised by the key's low 32 bits, so distinct positions can
+//   collide: every move read back must be checked (is_pseudo_legal + is_legal) before use.
+// - Scores are stored "mate relative to this node" (see score_to_table/score_from_table) so a
+//   mate found at one ply is correct when read at another.
+// - `generation` advances once per search; entries from older searches are replaced first.
+// - One table serves one search thread at a time (no locking); resize() and clear() must not run
+//   during a search.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "types.h"
+
+namespace latentchess::core {
+
+enum class Bound : std::uint8_t { None = 0, Upper = 1, Lower = 2, Exact = 3 };
+
+struct TableEntry {
+  std::uint32_t key = 0;
+  std::uint16_t move = 0;
+  std::int16_t score = 0;
+  std::int16_t static_eval = 0;
+  std::int8_t depth = 0;
+  std::uint8_t generation_and_bound = 0;  // generation << 2 | bound
+
+  Bound bound() const { return static_cast<Bound>(generation_and_bound & 3); }
+  std::uint8_t generation() const { return generation_and_bound >> 2; }
+};
+
+struct ProbeResult {
+  bool hit = false;
+  Move move = Move::none();
+  int score = 0;
+  int static_eval = 0;
+  int depth = 0;
+  Bound bound = Bound::None;
+};
+
+class TranspositionTable {
+ public:
+  static constexpr int kBucketSize = 4;
+
+  explicit TranspositionTable(std::size_t megabytes = 16);
+
+  void resize(std::size_t megabytes);
+  void clear();
+  void new_search() { generation_ = (generation_ + 1) & 63; }
+
+  ProbeResult probe(std::uint64_t key) const;
+  void store(std::uint64_t key, Move move, int score, int static_eval, int depth, Bound bound);
+
+  // Permille of a sample of entries written in the current search (UCI "hashfull").
+  int hashfull() const;
+  std::size_t megabytes() const { return megabytes_; }
+
+ private:
+  struct Bucket {
+    TableEntry entries[kBucketSize];
+  };
+
+  std::size_t bucket_index(std::uint64_t key) const {
+    return static_cast<std::size_t>((static_cast<unsigned __int128>(key) * buckets_.size()) >> 64);
+  }
+
+  std::vector<Bucket> buckets_;
+  std::size_t megabytes_ = 0;
+  std::uint8_t generation_ = 0;
+};
+
+// Mate scores are stored as distance from this node, and read back as distance from the root.
+int score_to_table(int score, int ply);
+int score_from_table(int score, int ply);
+
+}  // namespace latentchess::core

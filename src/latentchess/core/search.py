@@ -1,0 +1,264 @@
+"""The native alpha-beta search from Python: limits in python-chess terms, typed results.
+
+:class:`AlphaBeta` owns one native ``SearchEngine`` (its transposition table and evaluator). A
+search converts the ``chess.Board`` once (start FEN plus the move stack, so repetitions against
+the game's history are exact), releases the GIL while it runs, and streams one
+:class:`SearchInfo` per completed iteration to a callback. :class:`StopSignal` is a
+``threading.Event`` whose ``set()`` also reaches a running native search at once; with a plain
+event the search polls it (about every thousand nodes).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import chess
+import chess.engine
+
+from latentchess.errors import EngineError
+
+__all__ = [
+    "EVALUATORS",
+    "AlphaBeta",
+    "SearchInfo",
+    "SearchLine",
+    "SearchOutcome",
+    "StopSignal",
+    "native_position",
+]
+
+EVALUATORS = ("hce", "material")
+"""Evaluators built into the core: the hand-crafted evaluation and material+PST only."""
+
+
+def _native() -> Any:
+    from latentchess.core import _native
+
+    return _native
+
+
+def native_position(board: chess.Board) -> Any:
+    """The core's position for ``board``, with the game's history for repetition draws.
+
+    Only the moves since the last capture or pawn move matter for repetitions (no position
+    before an irreversible move can recur), so the core replays just those.
+
+    Raises:
+        InvalidFenError: when the core refuses the position.
+    """
+    replay = min(len(board.move_stack), board.halfmove_clock)
+    start = board.copy()
+    for _ in range(replay):
+        start.pop()
+    position = _native().Position(start.fen())
+    for move in board.move_stack[len(board.move_stack) - replay :]:
+        position.push_uci(move.uci())
+    return position
+
+
+class StopSignal(threading.Event):
+    """A ``threading.Event`` that also stops the native search watching it, within ~1 ms."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.native = _native().StopFlag()
+
+    def set(self) -> None:
+        """Stop the search (and wake anyone waiting on the event)."""
+        self.native.set()
+        super().set()
+
+    def clear(self) -> None:
+        """Re-arm the signal."""
+        self.native.clear()
+        super().clear()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchLine:
+    """One principal variation.
+
+    Attributes:
+        multipv: its rank (1 = best).
+        pv: the moves, the root move first.
+        score_cp: centipawns from the side to move's view (None for a mate score).
+        mate: moves to mate, positive when the side to move mates (None otherwise).
+        bound: ``exact``, or ``lower``/``upper`` when the score lies outside the last window.
+    """
+
+    multipv: int
+    pv: list[chess.Move]
+    score_cp: int | None
+    mate: int | None
+    bound: str = "exact"
+
+    def score(self) -> chess.engine.Score:
+        """The score as python-chess's relative :class:`chess.engine.Score`."""
+        if self.mate is not None:
+            return chess.engine.Mate(self.mate)
+        return chess.engine.Cp(self.score_cp or 0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchInfo:
+    """What one completed iteration found (a UCI ``info`` line per line of ``lines``).
+
+    Attributes:
+        depth: nominal depth in plies.
+        seldepth: deepest ply reached.
+        nodes: nodes searched so far.
+        time_s: seconds since the search started.
+        hashfull: permille of the transposition table in use.
+        lines: principal variations, best first (MultiPV).
+    """
+
+    depth: int
+    seldepth: int
+    nodes: int
+    time_s: float
+    hashfull: int
+    lines: list[SearchLine] = field(default_factory=list)
+
+    @property
+    def nps(self) -> int:
+        """Nodes per second."""
+        return int(self.nodes / self.time_s) if self.time_s > 0 else 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchOutcome:
+    """The result of a search.
+
+    Attributes:
+        best_move: the move to play (None when there is no legal move).
+        ponder: the expected reply, if the PV has one.
+        info: the last completed iteration.
+        nodes: all nodes searched, the interrupted last iteration included.
+        time_s: wall time of the native search.
+    """
+
+    best_move: chess.Move | None
+    ponder: chess.Move | None
+    info: SearchInfo
+    nodes: int
+    time_s: float
+
+
+def _info(raw: dict[str, Any], board: chess.Board) -> SearchInfo:
+    lines = []
+    for line in raw["lines"]:
+        lines.append(
+            SearchLine(
+                multipv=line["multipv"],
+                pv=[chess.Move.from_uci(text) for text in line["pv"]],
+                score_cp=line["cp"],
+                mate=line["mate"],
+                bound=line["bound"],
+            )
+        )
+    return SearchInfo(
+        depth=raw["depth"],
+        seldepth=raw["seldepth"],
+        nodes=raw["nodes"],
+        time_s=raw["time_ms"] / 1000.0,
+        hashfull=raw["hashfull"],
+        lines=lines,
+    )
+
+
+class AlphaBeta:
+    """The native alpha-beta engine: one transposition table and evaluator across searches.
+
+    Args:
+        evaluator: one of :data:`EVALUATORS`.
+        hash_mb: transposition table size in MB.
+    """
+
+    def __init__(self, evaluator: str = "hce", *, hash_mb: int = 16) -> None:
+        if evaluator not in EVALUATORS:
+            raise EngineError(f"unknown evaluator {evaluator!r}; known: {', '.join(EVALUATORS)}")
+        if hash_mb < 1:
+            raise EngineError(f"hash must be at least 1 MB, got {hash_mb!r}")
+        self._engine = _native().SearchEngine(evaluator, hash_mb)
+        self.evaluator = evaluator
+
+    @property
+    def hash_mb(self) -> int:
+        """Transposition table size in MB."""
+        return int(self._engine.hash_megabytes)
+
+    def resize(self, hash_mb: int) -> None:
+        """Resize (and clear) the transposition table."""
+        if hash_mb < 1:
+            raise EngineError(f"hash must be at least 1 MB, got {hash_mb!r}")
+        self._engine.set_hash_megabytes(hash_mb)
+
+    def new_game(self) -> None:
+        """Forget the previous game (clears the transposition table)."""
+        self._engine.new_game()
+
+    def search(
+        self,
+        board: chess.Board,
+        limit: chess.engine.Limit,
+        *,
+        multipv: int = 1,
+        infinite: bool = False,
+        move_overhead_ms: int = 30,
+        stop: threading.Event | None = None,
+        on_iteration: Callable[[SearchInfo], None] | None = None,
+    ) -> SearchOutcome:
+        """Search ``board`` within ``limit`` (depth, nodes, time, clocks, mate).
+
+        Args:
+            board: the position; its move stack gives the history for repetition draws.
+            limit: python-chess limits; clocks are the side to move's.
+            multipv: number of principal variations.
+            infinite: search until ``stop`` (depth and nodes limits still apply).
+            move_overhead_ms: time kept back from every clock for transmission and set-up.
+            stop: ends the search early when set (a :class:`StopSignal` at once, any other
+                event within about a thousand nodes).
+            on_iteration: called after each completed iteration, on the searching thread.
+        """
+        native = _native()
+        limits = native.SearchLimits()
+        limits.multipv = max(1, int(multipv))
+        limits.infinite = bool(infinite)
+        limits.move_overhead_ms = max(0, int(move_overhead_ms))
+        if limit.depth is not None:
+            limits.depth = max(1, int(limit.depth))
+        if limit.nodes is not None:
+            limits.nodes = max(1, int(limit.nodes))
+        if limit.mate is not None:
+            limits.mate_in = max(1, int(limit.mate))
+        if limit.time is not None:
+            limits.movetime_ms = max(1, int(limit.time * 1000))
+        clock = limit.white_clock if board.turn == chess.WHITE else limit.black_clock
+        increment = limit.white_inc if board.turn == chess.WHITE else limit.black_inc
+        if clock is not None:
+            limits.time_left_ms = max(0, int(clock * 1000))
+            limits.increment_ms = max(0, int((increment or 0.0) * 1000))
+            limits.moves_to_go = int(limit.remaining_moves or 0)
+
+        callback = None
+        if on_iteration is not None:
+
+            def callback(raw: dict[str, Any]) -> None:
+                on_iteration(_info(raw, board))
+
+        flag = stop.native if isinstance(stop, StopSignal) else None
+        poll = stop.is_set if stop is not None and flag is None else None
+        position = native_position(board)
+        raw = self._engine.search(position, limits, on_iteration=callback, stop=flag, poll=poll)
+        best = raw["bestmove"]
+        ponder = raw["ponder"]
+        return SearchOutcome(
+            best_move=None if best is None else chess.Move.from_uci(best),
+            ponder=None if ponder is None else chess.Move.from_uci(ponder),
+            info=_info(raw, board),
+            nodes=raw["total_nodes"],
+            time_s=raw["total_time_ms"] / 1000.0,
+        )

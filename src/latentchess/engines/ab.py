@@ -1,0 +1,214 @@
+"""``ab``: the native alpha-beta engine (C++ core) behind the :class:`latentchess.Engine` protocol.
+
+Spec examples: ``ab``, ``ab:eval=hce``, ``ab:depth=10,hash=64``, ``ab:threads=1,multipv=3``.
+``depth``/``nodes`` in the spec cap every search on top of the limit a caller passes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import chess
+import chess.engine
+
+from latentchess.core.search import EVALUATORS, AlphaBeta, SearchInfo, SearchOutcome
+from latentchess.engines.base import Analysis, MoveScore
+from latentchess.errors import EngineError
+
+__all__ = ["AlphaBetaConfig", "AlphaBetaEngine"]
+
+MAX_THREADS = 1
+"""Lazy SMP is not implemented: on this project's 2 shared cores it was not measured to gain."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlphaBetaConfig:
+    """Settings of an :class:`AlphaBetaEngine`.
+
+    Attributes:
+        evaluator: ``hce`` (hand-crafted) or ``material`` (material and piece-square tables).
+        hash_mb: transposition table size in MB.
+        threads: search threads (only 1 is supported).
+        multipv: principal variations reported by :meth:`AlphaBetaEngine.analyse`.
+        depth: a cap on every search's depth (None: none).
+        nodes: a cap on every search's nodes (None: none).
+        move_overhead_ms: kept back from clocks and move times (transmission, set-up).
+    """
+
+    evaluator: str = "hce"
+    hash_mb: int = 16
+    threads: int = 1
+    multipv: int = 1
+    depth: int | None = None
+    nodes: int | None = None
+    move_overhead_ms: int = 10
+
+    def __post_init__(self) -> None:
+        if self.evaluator not in EVALUATORS:
+            raise EngineError(
+                f"unknown evaluator {self.evaluator!r}; known: {', '.join(EVALUATORS)}"
+            )
+        if not 1 <= self.hash_mb <= 65536:
+            raise EngineError(f"hash must lie in [1, 65536] MB, got {self.hash_mb!r}")
+        if not 1 <= self.threads <= MAX_THREADS:
+            raise EngineError(
+                f"threads must be 1 (Lazy SMP is not implemented), got {self.threads!r}"
+            )
+        if not 1 <= self.multipv <= 256:
+            raise EngineError(f"multipv must lie in [1, 256], got {self.multipv!r}")
+        if self.depth is not None and not 1 <= self.depth <= 127:
+            raise EngineError(f"depth must lie in [1, 127], got {self.depth!r}")
+        if self.nodes is not None and self.nodes < 1:
+            raise EngineError(f"nodes must be positive, got {self.nodes!r}")
+        if not 0 <= self.move_overhead_ms <= 10000:
+            raise EngineError(f"move overhead must lie in [0, 10000] ms, got {self.move_overhead_ms!r}")
+
+
+def _capped(limit: chess.engine.Limit, config: AlphaBetaConfig) -> chess.engine.Limit:
+    depth, nodes = limit.depth, limit.nodes
+    if config.depth is not None:
+        depth = config.depth if depth is None else min(depth, config.depth)
+    if config.nodes is not None:
+        nodes = config.nodes if nodes is None else min(nodes, config.nodes)
+    return chess.engine.Limit(
+        time=limit.time,
+        depth=depth,
+        nodes=nodes,
+        mate=limit.mate,
+        white_clock=limit.white_clock,
+        black_clock=limit.black_clock,
+        white_inc=limit.white_inc,
+        black_inc=limit.black_inc,
+        remaining_moves=limit.remaining_moves,
+    )
+
+
+class AlphaBetaEngine:
+    """Our alpha-beta engine over the native core.
+
+    Args:
+        config: its settings.
+        name: display name (PGN headers, ladders).
+    """
+
+    def __init__(self, config: AlphaBetaConfig | None = None, *, name: str = "ab") -> None:
+        self.config = config or AlphaBetaConfig()
+        self.name = name
+        self._search = AlphaBeta(self.config.evaluator, hash_mb=self.config.hash_mb)
+
+    @classmethod
+    def from_options(cls, name: str = "ab", **options: object) -> AlphaBetaEngine:
+        """Build from spec keys: ``eval``, ``hash``, ``threads``, ``multipv``, ``depth``,
+        ``nodes``, ``overhead``.
+
+        Raises:
+            EngineError: on an unknown key or a bad value.
+        """
+        keys = {
+            "eval": "evaluator",
+            "evaluator": "evaluator",
+            "hash": "hash_mb",
+            "threads": "threads",
+            "multipv": "multipv",
+            "depth": "depth",
+            "nodes": "nodes",
+            "overhead": "move_overhead_ms",
+        }
+        fields: dict[str, object] = {}
+        for key, value in options.items():
+            field_name = keys.get(key.lower())
+            if field_name is None:
+                raise EngineError(f"unknown ab option {key!r}; known: {', '.join(sorted(keys))}")
+            if field_name != "evaluator":
+                try:
+                    value = int(value)  # type: ignore[call-overload]
+                except (TypeError, ValueError):
+                    raise EngineError(f"ab option {key!r} needs an integer, got {value!r}") from None
+            fields[field_name] = str(value) if field_name == "evaluator" else value
+        return cls(AlphaBetaConfig(**fields), name=name)  # type: ignore[arg-type]
+
+    # -- protocol -------------------------------------------------------------------------------
+
+    def new_game(self) -> None:
+        """Forget the previous game (clears the transposition table)."""
+        self._search.new_game()
+
+    def set_hash(self, hash_mb: int) -> None:
+        """Resize the transposition table (clearing it)."""
+        self._search.resize(hash_mb)
+
+    @property
+    def hashfull(self) -> int:
+        """Permille of the transposition table in use (UCI ``hashfull``)."""
+        return int(self._search._engine.hashfull)
+
+    def search(
+        self,
+        board: chess.Board,
+        limit: chess.engine.Limit,
+        *,
+        multipv: int | None = None,
+        infinite: bool = False,
+        stop: threading.Event | None = None,
+        started: float | None = None,
+        move_overhead_ms: int | None = None,
+        on_iteration: Callable[[SearchInfo], None] | None = None,
+    ) -> SearchOutcome:
+        """Search with every control the UCI session needs (see :meth:`AlphaBeta.search`).
+
+        ``started`` (``time.monotonic()`` when the request arrived) charges the time already
+        spent to the move overhead, so a late start never costs a game on time.
+        """
+        overhead = self.config.move_overhead_ms if move_overhead_ms is None else move_overhead_ms
+        if started is not None:
+            overhead += int(max(0.0, time.monotonic() - started) * 1000)
+        return self._search.search(
+            board,
+            _capped(limit, self.config),
+            multipv=multipv or self.config.multipv,
+            infinite=infinite,
+            move_overhead_ms=overhead,
+            stop=stop,
+            on_iteration=on_iteration,
+        )
+
+    def play(self, board: chess.Board, limit: chess.engine.Limit) -> chess.Move:
+        """The move to play within ``limit``.
+
+        Raises:
+            EngineError: when ``board`` has no legal move.
+        """
+        outcome = self.search(board, limit, multipv=1)
+        if outcome.best_move is None:
+            raise EngineError(f"no legal move in {board.fen()!r}")
+        return outcome.best_move
+
+    def analyse(self, board: chess.Board, limit: chess.engine.Limit) -> Analysis:
+        """Search and report the best line (and ``multipv`` lines as ``moves``)."""
+        outcome = self.search(board, limit)
+        info = outcome.info
+        if not info.lines:
+            return Analysis(best_move=None, depth=info.depth, nodes=outcome.nodes)
+        best = info.lines[0]
+        moves = []
+        for line in info.lines:
+            score = line.score()
+            cp = score.score(mate_score=100_000)
+            white_cp = cp if board.turn == chess.WHITE else -(cp or 0)
+            moves.append(MoveScore(move=line.pv[0], score=float(white_cp or 0), rank=line.multipv))
+        return Analysis(
+            best_move=outcome.best_move,
+            pv=list(best.pv),
+            score_cp=best.score_cp,
+            mate=best.mate,
+            depth=info.depth,
+            nodes=outcome.nodes,
+            time_s=outcome.time_s,
+            moves=moves,
+        )
+
+    def close(self) -> None:
+        """Nothing to release beyond memory (the table goes with the object)."""

@@ -1,0 +1,181 @@
+"""The native alpha-beta search: mates, draws, limits, MultiPV, evaluation symmetry, bench."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import chess
+import chess.engine
+import chess.polyglot
+import pytest
+
+from latentchess.core import search as core_search
+from latentchess.core.bench import BENCH_POSITIONS, bench_boards, run_bench
+from latentchess.core.search import AlphaBeta, StopSignal, native_position
+from latentchess.engines.ab import AlphaBetaEngine
+from latentchess.engines.registry import create_engine
+from latentchess.errors import EngineError
+
+MATES = [
+    ("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", 1),
+    ("6k1/pp4p1/2p5/2bp4/8/P5Pb/1P3rrP/2BRRN1K b - - 0 1", 2),
+    ("r5rk/5p1p/5R2/4B3/8/8/7P/7K w - - 0 1", 3),
+    ("r1b1k1nr/p2p1ppp/n2B4/1p1NPN1P/6P1/3P1Q2/P1P1K3/q5b1 w kq - 0 1", 3),
+]
+
+
+@pytest.fixture(scope="module")
+def engine() -> AlphaBeta:
+    return AlphaBeta("hce", hash_mb=8)
+
+
+@pytest.mark.parametrize(("fen", "moves"), MATES)
+def test_finds_mate_in_n_and_its_pv_mates(engine: AlphaBeta, fen: str, moves: int) -> None:
+    engine.new_game()
+    board = chess.Board(fen)
+    outcome = engine.search(board, chess.engine.Limit(depth=2 * moves + 2))
+    line = outcome.info.lines[0]
+    assert line.mate == moves and line.score_cp is None
+    assert outcome.best_move == line.pv[0]
+    for move in line.pv[: 2 * moves - 1]:
+        assert move in board.legal_moves
+        board.push(move)
+    assert board.is_checkmate()
+
+
+def test_checkmated_side_has_no_move_and_mated_side_sees_it(engine: AlphaBeta) -> None:
+    mated = chess.Board("R5k1/5ppp/8/8/8/8/5PPP/6K1 b - - 1 1")
+    outcome = engine.search(mated, chess.engine.Limit(depth=3))
+    assert outcome.best_move is None and outcome.info.lines == []
+    # Black's only move Kb8 is met by Rh8#: mated in one.
+    board = chess.Board("k7/8/1K6/8/8/8/8/7R b - - 0 1")
+    line = engine.search(board, chess.engine.Limit(depth=4)).info.lines[0]
+    assert line.mate == -1 and [m.uci() for m in line.pv[:2]] == ["a8b8", "h1h8"]
+
+
+def test_avoids_stalemate_and_mates(engine: AlphaBeta) -> None:
+    board = chess.Board("7k/8/6K1/8/8/8/8/5Q2 w - - 0 1")  # Qf7?? is stalemate
+    outcome = engine.search(board, chess.engine.Limit(depth=4))
+    board.push(outcome.best_move)
+    assert board.is_checkmate()
+
+
+def test_stalemate_and_insufficient_material_score_zero(engine: AlphaBeta) -> None:
+    stalemate = chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")
+    assert engine.search(stalemate, chess.engine.Limit(depth=3)).best_move is None
+    bare = chess.Board("8/8/4k3/8/8/3NK3/8/8 w - - 0 1")
+    outcome = engine.search(bare, chess.engine.Limit(depth=6))
+    assert outcome.info.lines[0].score_cp == 0
+
+
+def test_repetition_against_the_game_history_is_a_draw(engine: AlphaBeta) -> None:
+    # White is a queen up. After 1. Qd2 Kh8 2. Qd1, Black's ...Kg8 repeats the start position.
+    board = chess.Board("6k1/8/8/8/8/8/5PPP/3Q2K1 w - - 0 1")
+    for uci in ("d1d2", "g8h8", "d2d1"):
+        board.push_uci(uci)
+    engine.new_game()
+    with_history = engine.search(board, chess.engine.Limit(depth=6))
+    assert with_history.best_move == chess.Move.from_uci("h8g8")
+    assert with_history.info.lines[0].score_cp == 0
+    engine.new_game()
+    without = engine.search(chess.Board(board.fen()), chess.engine.Limit(depth=6))
+    assert without.info.lines[0].score_cp is not None and without.info.lines[0].score_cp < -500
+
+
+def test_native_position_keeps_key_and_history() -> None:
+    board = chess.Board()
+    for uci in ("g1f3", "g8f6", "f3g1", "f6g8", "e2e4"):
+        board.push_uci(uci)
+    position = native_position(board)
+    assert position.fen() == board.fen()
+    assert position.key() == chess.polyglot.zobrist_hash(board)
+
+
+def test_multipv_lines_are_distinct_and_ordered(engine: AlphaBeta) -> None:
+    engine.new_game()
+    outcome = engine.search(chess.Board(), chess.engine.Limit(depth=5), multipv=3)
+    lines = outcome.info.lines
+    assert [line.multipv for line in lines] == [1, 2, 3]
+    assert len({line.pv[0] for line in lines}) == 3
+    scores = [line.score_cp for line in lines]
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+
+
+def test_node_and_time_limits(engine: AlphaBeta) -> None:
+    board = chess.Board()
+    outcome = engine.search(board, chess.engine.Limit(nodes=5000))
+    assert outcome.best_move in board.legal_moves and outcome.nodes <= 5000 + 64
+    began = time.monotonic()
+    outcome = engine.search(board, chess.engine.Limit(time=0.1))
+    assert time.monotonic() - began < 0.5 and outcome.best_move in board.legal_moves
+    clock = chess.engine.Limit(white_clock=0.5, black_clock=0.5, white_inc=0.0)
+    began = time.monotonic()
+    outcome = engine.search(board, clock, move_overhead_ms=20)
+    assert time.monotonic() - began < 0.45 and outcome.best_move in board.legal_moves
+
+
+def test_stop_signal_and_plain_event_end_an_infinite_search(engine: AlphaBeta) -> None:
+    for stop in (StopSignal(), threading.Event()):
+        infos: list[core_search.SearchInfo] = []
+        thread = threading.Thread(
+            target=lambda s=stop: engine.search(
+                chess.Board(), chess.engine.Limit(), infinite=True, stop=s, on_iteration=infos.append
+            )
+        )
+        thread.start()
+        time.sleep(0.3)
+        began = time.monotonic()
+        stop.set()
+        thread.join(2.0)
+        assert not thread.is_alive() and time.monotonic() - began < 0.5
+        assert infos and infos[-1].depth >= 3 and infos[-1].lines[0].pv
+
+
+def test_callback_exception_propagates(engine: AlphaBeta) -> None:
+    def fail(info: core_search.SearchInfo) -> None:
+        raise RuntimeError("from the callback")
+
+    with pytest.raises(RuntimeError, match="from the callback"):
+        engine.search(chess.Board(), chess.engine.Limit(depth=20), on_iteration=fail)
+
+
+def test_evaluation_is_colour_symmetric() -> None:
+    native = core_search._native()
+    for board in bench_boards():
+        mirrored = board.mirror()
+        value = native.evaluate(native.Position(board.fen()), "hce")
+        assert value == native.evaluate(native.Position(mirrored.fen()), "hce"), board.fen()
+
+
+def test_see_on_simple_exchanges() -> None:
+    native = core_search._native()
+    position = native.Position("4k3/8/3p4/4p3/3P4/8/8/4K3 w - - 0 1")  # dxe5 dxe5: pawn for pawn
+    assert native.see_at_least(position, "d4e5", 0)
+    assert not native.see_at_least(position, "d4e5", 1)
+    queen = native.Position("4k3/8/3p4/4p3/8/8/8/4QK2 w - - 0 1")  # Qxe5 dxe5 loses the queen
+    assert not native.see_at_least(queen, "e1e5", 0)
+    assert native.see_at_least(queen, "e1e5", 100 - 950)
+
+
+def test_engine_spec_and_protocol() -> None:
+    engine = create_engine("ab:eval=hce,depth=3,hash=4")
+    assert isinstance(engine, AlphaBetaEngine) and engine.config.depth == 3
+    board = chess.Board()
+    move = engine.play(board, chess.engine.Limit(depth=10))  # capped at 3 by the spec
+    assert move in board.legal_moves
+    analysis = engine.analyse(board, chess.engine.Limit(depth=10))
+    assert analysis.depth == 3 and analysis.pv[0] == analysis.best_move
+    assert analysis.score_cp is not None and analysis.moves[0].rank == 1
+    engine.close()
+    for bad in ("ab:eval=nnue", "ab:threads=2", "ab:hash=0", "ab:speed=3", "ab:depth=x"):
+        with pytest.raises(EngineError):
+            create_engine(bad)
+
+
+def test_bench_signature_is_stable() -> None:
+    first = run_bench(5)
+    second = run_bench(5)
+    assert first.positions == len(BENCH_POSITIONS) == 32
+    assert first.nodes == second.nodes and first.moves == second.moves
+    assert first.nodes > 10_000

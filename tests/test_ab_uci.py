@@ -1,0 +1,142 @@
+"""``latentchess uci --engine ab``: transcripts through the one UCI session, a clocked game over a
+pipe, and a short real match against Stockfish."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import chess
+import chess.engine
+from evaluation_fixtures import require_stockfish
+
+from latentchess.engines.ab import AlphaBetaEngine
+from latentchess.evaluation.limits import parse_limit
+from latentchess.evaluation.match import MatchConfig, Player, run_match
+from latentchess.evaluation.openings import Opening
+from latentchess.uci.spec_session import SpecSession
+
+
+class Transcript:
+    """A SpecSession fed line by line, its output collected."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.changed = threading.Condition()
+        engine = AlphaBetaEngine(name="ab")
+        self.session = SpecSession(self._write, engine=engine, name="latentchess ab")
+
+    def _write(self, line: str) -> None:
+        with self.changed:
+            self.lines.append(line)
+            self.changed.notify_all()
+
+    def send(self, *lines: str) -> bool:
+        alive = True
+        for line in lines:
+            alive = self.session.handle_line(line)
+        return alive
+
+    def wait_for(self, prefix: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while True:
+                found = [line for line in self.lines if line.startswith(prefix)]
+                if found:
+                    self.lines.remove(found[0])
+                    return found[0]
+                remaining = deadline - time.monotonic()
+                assert remaining > 0, f"no {prefix!r} in {self.lines}"
+                self.changed.wait(remaining)
+
+    def strings(self) -> list[str]:
+        return [line for line in self.lines if line.startswith("info string")]
+
+
+def test_handshake_options_info_lines_and_multipv() -> None:
+    t = Transcript()
+    t.send("uci")
+    assert t.wait_for("id name") == "id name latentchess ab"
+    t.wait_for("uciok")
+    names = [line.split(" type ")[0] for line in t.lines if line.startswith("option name")]
+    for option in ("Hash", "Threads", "MultiPV", "Move Overhead", "Clear Hash"):
+        assert f"option name {option}" in names
+    t.lines.clear()
+    t.send("setoption name MultiPV value 2", "setoption name Hash value 4", "isready")
+    t.wait_for("readyok")
+    t.send("position startpos moves e2e4", "go depth 4")
+    move = t.wait_for("bestmove").split()[1]
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert chess.Move.from_uci(move) in board.legal_moves
+    infos = [line.split() for line in t.lines if line.startswith("info depth")]
+    assert [(int(i[2]), int(i[6])) for i in infos][-2:] == [(4, 1), (4, 2)]
+    for words in infos:
+        for key in ("seldepth", "multipv", "score", "nodes", "nps", "hashfull", "time", "pv"):
+            assert key in words
+    assert t.send("quit") is False
+
+
+def test_garbage_bad_positions_and_illegal_moves_are_refused() -> None:
+    t = Transcript()
+    t.send("uci", "hello there", "position fen not/a/fen w - - 0 1", "go depth 1")
+    assert t.wait_for("bestmove") == "bestmove 0000"  # no valid position was ever set
+    t.send("position startpos moves e2e4 e2e4", "go depth 2")
+    assert t.wait_for("bestmove")
+    strings = " | ".join(t.strings())
+    assert "unknown command" in strings and "bad FEN" in strings and "illegal move" in strings
+    t.send("setoption name Threads value 2", "setoption name Hash value x")
+    assert "must lie in [1, 1]" in " ".join(t.strings())
+    t.send("position fen 7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", "go depth 3")  # stalemate
+    assert t.wait_for("bestmove") == "bestmove 0000"
+    t.send("quit")
+
+
+def test_stop_during_infinite_search_is_answered_at_once() -> None:
+    t = Transcript()
+    t.send("uci", "position startpos", "go infinite")
+    time.sleep(0.5)
+    began = time.monotonic()
+    t.send("stop")
+    move = t.wait_for("bestmove", timeout=2.0).split()[1]
+    assert time.monotonic() - began < 0.25
+    assert chess.Move.from_uci(move) in chess.Board().legal_moves
+    assert not [line for line in t.lines if line.startswith("bestmove")]  # exactly one
+    t.send("quit")
+
+
+def test_clocked_game_over_a_pipe_never_flags_or_plays_illegal() -> None:
+    command = [sys.executable, "-m", "latentchess", "uci", "--engine", "ab:hash=8"]
+    clocks = {chess.WHITE: 2.0, chess.BLACK: 2.0}
+    increment = 0.02
+    board = chess.Board()
+    with chess.engine.SimpleEngine.popen_uci(command, timeout=30) as engine:
+        engine.configure({"Move Overhead": 30})
+        while not board.is_game_over(claim_draw=True) and len(board.move_stack) < 40:
+            limit = chess.engine.Limit(
+                white_clock=clocks[chess.WHITE],
+                black_clock=clocks[chess.BLACK],
+                white_inc=increment,
+                black_inc=increment,
+            )
+            began = time.monotonic()
+            result = engine.play(board, limit)
+            spent = time.monotonic() - began
+            clocks[board.turn] += increment - spent
+            assert clocks[board.turn] > 0, f"flag fell at ply {len(board.move_stack)}"
+            assert result.move in board.legal_moves
+            board.push(result.move)
+    assert len(board.move_stack) >= 20 or board.is_game_over(claim_draw=True)
+
+
+def test_short_match_against_stockfish() -> None:
+    require_stockfish()
+    ours = Player.from_spec("ab:hash=4", parse_limit("20ms"))
+    stockfish = Player.from_spec("stockfish:elo=1350", parse_limit("20ms"))
+    opening = Opening(name="Italian", eco="C50", moves=("e2e4", "e7e5", "g1f3", "b8c6", "f1c4"))
+    config = MatchConfig(games=2, workers=1, progress=False, max_plies=120)
+    result = run_match(ours, stockfish, [opening], config)
+    assert len(result.games) == 2
+    for game in result.games:
+        assert game.termination in ("normal", "adjudication"), game
