@@ -152,15 +152,13 @@ def evals(args: argparse.Namespace) -> dict[str, Any]:
     network = load_network(args.model)
     fens, games = _random_games(args.games, 120, seed=1)
     result = dict(native_module().nnue_speed(network, fens, games, args.repeats))
-    result["ratio_incremental_over_refresh"] = (
-        result["incremental_per_s"] / result["refresh_per_s"]
-    )
+    result["ratio_incremental_over_refresh"] = result["incremental_per_s"] / result["refresh_per_s"]
     return {"model": str(args.model), "feature_set": network.feature_set, **result}
 
 
 def nodes(args: argparse.Namespace) -> dict[str, Any]:
     """Nodes/s of ab with the NNUE, ab with the HCE, and Stockfish, on the same positions."""
-    from latentchess.engines.registry import make_engine
+    from latentchess.engines.registry import create_engine
 
     rng = random.Random(2)
     boards = []
@@ -176,7 +174,7 @@ def nodes(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"seconds_per_position": args.seconds, "positions": len(boards)}
     limit = chess.engine.Limit(time=args.seconds)
     for name, spec in (("nnue", f"ab:eval={args.model}"), ("hce", "ab:eval=hce")):
-        engine = make_engine(spec)
+        engine = create_engine(spec)
         total_nodes, total_time = 0, 0.0
         try:
             for board in boards:

@@ -67,6 +67,6 @@ def load_network(path: str | Path | None = None) -> Any:
 
 
 def native_features(board: chess.Board, perspective: chess.Color, feature_set: str) -> list[int]:
-    """Active features from the core (equal to :func:`latentchess.nnue.features.perspective_features`)."""
+    """Active features from the core (equal to ``features.perspective_features``)."""
     position = native_module().Position(board.fen())
     return list(native_module().nnue_features(position, 0 if perspective else 1, feature_set))

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "bitboard.h"
+#include "nnue_file.h"
 
 namespace latentchess::core {
 namespace {
@@ -380,12 +381,13 @@ int HandCraftedEvaluator::evaluate(const Position& position) {
 
 std::unique_ptr<Evaluator> make_evaluator(const std::string& name) {
   if (name == "hce") return std::make_unique<HandCraftedEvaluator>();
+  if (name.rfind("nnue:", 0) == 0) return make_nnue_evaluator(name.substr(5));  // nnue_file.h
   if (name == "material") {
     HandCraftedTerms terms;
     terms.pawn_structure = terms.mobility = terms.king_safety = terms.pieces = false;
     return std::make_unique<HandCraftedEvaluator>(terms);
   }
-  throw std::invalid_argument("unknown evaluator '" + name + "' (known: hce, material)");
+  throw std::invalid_argument("unknown evaluator '" + name + "' (known: hce, material, nnue:PATH)");
 }
 
 }  // namespace latentchess::core
