@@ -107,10 +107,26 @@ def test_cache_filters_and_reports_bad_rows(tmp_path: Path) -> None:
         and cache.stm[0] == 0
         and cache.score[0] == 0
     )
+    for features in ("ALL", "ALL+H+V+D1+D2+PH+PV"):  # the core's extractor equals the reference
+        fs = parse_feature_set(features)
+        caches = [
+            build_cache([parse_source(f"{csv}")], tmp_path / f"{features}-{n}", fs, use_native=n)
+            for n in (False, True)
+        ]
+        assert [c.meta["extractor"] for c in caches] == ["python-reference", "native-core"]
+        for name in ("features", "stm", "score"):
+            assert np.array_equal(getattr(caches[0], name), getattr(caches[1], name))
+        assert caches[0].meta["verdicts"] == caches[1].meta["verdicts"]
     bad = tmp_path / "bad.csv"
     bad.write_text(f"{chess.STARTING_FEN},10,,0.5,e2e5,1,\n")
-    with pytest.raises(DataFormatError, match=r"bad\.csv:1: illegal best move 'e2e5'"):
-        build_cache([parse_source(str(bad))], tmp_path / "c2", parse_feature_set("ALL"))
+    for native in (False, True):
+        with pytest.raises(DataFormatError, match=r"bad\.csv:1: illegal best move 'e2e5'"):
+            build_cache(
+                [parse_source(str(bad))],
+                tmp_path / f"c{native}",
+                parse_feature_set("ALL"),
+                use_native=native,
+            )
 
 
 def test_train_resume_save_load_and_pqr_finetune(tmp_path: Path) -> None:

@@ -178,6 +178,61 @@ def _label(
     )
 
 
+_NATIVE_BLOCKS = frozenset({"ALL", "H", "V", "D1", "D2", "PH", "PV"})
+
+
+def _native_labeller(feature_set: FeatureSet, pqr: bool) -> Any:
+    """The core's module when it can label rows of this feature set, else ``None``."""
+    if pqr or not set(feature_set.blocks) <= _NATIVE_BLOCKS:
+        return None
+    try:
+        from latentchess.core import _native
+    except ImportError:
+        return None
+    return _native
+
+
+def _label_native(
+    native: Any, fields: list[str], source: Source, number: int, width: int, feature_set: FeatureSet
+) -> tuple[str, tuple[Any, ...] | None]:
+    """:func:`_label` through the core (same filters, same features; equality is tested)."""
+    fen, cp_text, mate_text, _, best = fields[:5]
+    if mate_text or not cp_text:
+        return "mate", None
+    try:
+        cp = float(cp_text)
+        position = native.Position(fen)
+    except ValueError as error:
+        raise DataFormatError(f"bad row: {error}", path=source.path, line=number) from error
+    if abs(cp) > MAX_ABS_SCORE:
+        return "large_score", None
+    if position.in_check():
+        return "in_check", None
+    try:
+        bits = position.parse_uci(best)
+        legal = position.is_legal(bits)
+    except (ValueError, chess.IllegalMoveError):
+        legal = False
+    if not legal:
+        raise DataFormatError(
+            f"illegal best move {best!r} in {fen!r}", path=source.path, line=number
+        )
+    if position.is_capture(bits):
+        return "capture", None
+    stm = position.side_to_move()
+    score = cp if stm == 0 else -cp
+    pad = feature_set.size
+    features = np.stack(
+        [
+            pad_features(
+                np.asarray(native.nnue_features(position, p, feature_set.name)), width, pad
+            )
+            for p in (0, 1)
+        ]
+    )
+    return "kept", (features, stm, score)
+
+
 @dataclass(frozen=True)
 class FeatureCache:
     """An opened cache (arrays memory-mapped read-only)."""
@@ -238,6 +293,7 @@ def build_cache(
     shard_rows: int = 65536,
     pqr: bool = False,
     progress: bool = True,
+    use_native: bool = True,
 ) -> FeatureCache:
     """Extract features of every kept row once; resumes after the last complete shard.
 
@@ -248,6 +304,8 @@ def build_cache(
         shard_rows: input rows (before filtering) per shard.
         pqr: also store the features of Q and R for the PQR loss.
         progress: print progress (rows/s, ETA) to stderr.
+        use_native: extract through the core when it supports the feature set (not PQR, no
+            mobility blocks); otherwise, or with ``False``, through the Python reference.
     """
     out = Path(out)
     if (out / "meta.json").exists():
@@ -274,6 +332,7 @@ def build_cache(
     width = min(feature_set.max_active, 256)
     total_rows = sum(s.rows or 0 for s in sources) or None
     counts: dict[str, int] = {}
+    native = _native_labeller(feature_set, pqr) if use_native else None
     shard_index, in_shard, buffer = 0, 0, []
     started, seen = time.monotonic(), 0
 
@@ -304,7 +363,12 @@ def build_cache(
             seen += 1
             done = (shards / f"{shard_index:05d}.npz").exists()
             if not done:
-                verdict, item = _label(fields, source, number, feature_set, width, pqr)
+                if native is not None:
+                    verdict, item = _label_native(
+                        native, fields, source, number, width, feature_set
+                    )
+                else:
+                    verdict, item = _label(fields, source, number, feature_set, width, pqr)
                 counts_shard[verdict] = counts_shard.get(verdict, 0) + 1
                 if item is not None:
                     buffer.append(item)
@@ -334,7 +398,7 @@ def build_cache(
         "verdicts": counts,
         "rows": counts.get("kept", 0),
         "width": width,
-        "extractor": "python-reference",
+        "extractor": "python-reference" if native is None else "native-core",
     }
     tmp = out / ".meta.json.tmp"
     tmp.write_text(json.dumps(meta, indent=2) + "\n")
