@@ -6,6 +6,7 @@ Usage (each part appends its record to ``benchmarks/results/nnue.json``)::
     python benchmarks/bench_nnue.py quant --model DIR --cache RUN/cache [--positions 20000]
     python benchmarks/bench_nnue.py evals --model DIR [--games 40]
     python benchmarks/bench_nnue.py nodes --model DIR [--seconds 2] [--positions 12]
+    python benchmarks/bench_nnue.py equality [--positions 10000] [--features ALL+H+V+D1+D2+PH+PV]
 
 ``quant`` measures the shipped integer inference (the Python reference, equal to the core's by
 test) against the float network on held-out cache rows, in WDL space ``sigmoid(cp / 361)``.
@@ -199,6 +200,36 @@ def nodes(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def equality(args: argparse.Namespace) -> dict[str, Any]:
+    """The core's features against the Python reference on real positions (every block)."""
+    from latentchess.nnue.dataset import _rows, parse_source
+    from latentchess.nnue.features import parse_feature_set, position_features
+    from latentchess.nnue.native import native_module
+
+    native = native_module()
+    fs = parse_feature_set(args.features)
+    source = parse_source(f"{args.data}:{args.positions}:{args.every}")
+    checked, mismatches = 0, []
+    for number, fields in _rows(source):
+        board = chess.Board(fields[0])
+        position = native.Position(fields[0])
+        reference = position_features(board, fs)
+        for perspective in (0, 1):
+            if (
+                list(native.nnue_features(position, perspective, fs.name))
+                != reference[perspective].tolist()
+            ):
+                mismatches.append(f"line {number} perspective {perspective}")
+        checked += 1
+    return {
+        "feature_set": fs.name,
+        "data": source.spec,
+        "positions": checked,
+        "mismatches": len(mismatches),
+        "first_mismatches": mismatches[:5],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="part", required=True)
@@ -216,13 +247,19 @@ def main() -> None:
     e.add_argument("--model", type=Path, required=True)
     e.add_argument("--games", type=int, default=40)
     e.add_argument("--repeats", type=int, default=5)
+    q2 = sub.add_parser("equality")
+    q2.add_argument("--data", default="/work/shared/data/tcec-engine-evals.csv.gz")
+    q2.add_argument("--positions", type=int, default=10000)
+    q2.add_argument("--every", type=int, default=241)
+    q2.add_argument("--features", default="ALL+H+V+D1+D2+PH+PV")
     n = sub.add_parser("nodes")
     n.add_argument("--model", type=Path, required=True)
     n.add_argument("--seconds", type=float, default=2.0)
     n.add_argument("--positions", type=int, default=12)
     args = parser.parse_args()
     command = "python " + " ".join(subprocess.list2cmdline([a]) for a in __import__("sys").argv)
-    part = {"training": training, "quant": quant, "evals": evals, "nodes": nodes}[args.part]
+    parts = {"training": training, "quant": quant, "evals": evals, "nodes": nodes}
+    part = {**parts, "equality": equality}[args.part]
     _record(args.part, part(args), command)
 
 
