@@ -2,6 +2,7 @@
 #include "nnue.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <stdexcept>
 
@@ -25,7 +26,7 @@ void sub_row(std::int16_t* accumulator, const std::int16_t* row, int width) {
 
 int output_layers(const NnueNetwork& net, const std::int16_t* us, const std::int16_t* them) {
     const int l1 = net.l1;
-    std::vector<std::uint8_t> a1(2 * static_cast<std::size_t>(l1));
+    alignas(64) std::array<std::uint8_t, 2 * kNnueMaxL1> a1;  // no allocation per evaluation
     for (int i = 0; i < l1; ++i) {
         a1[i] = static_cast<std::uint8_t>(std::clamp<int>(us[i], 0, 127));
         a1[l1 + i] = static_cast<std::uint8_t>(std::clamp<int>(them[i], 0, 127));
@@ -51,7 +52,7 @@ int bounded(int centipawns) {
 void NnueNetwork::validate() const {
     const auto n = static_cast<std::size_t>(features.size);
     const auto w1 = static_cast<std::size_t>(l1), w2 = static_cast<std::size_t>(l2);
-    if (l1 <= 0 || l2 <= 0 || ft_weight.size() != n * w1 || ft_bias.size() != w1 ||
+    if (l1 <= 0 || l2 <= 0 || l1 > kNnueMaxL1 || ft_weight.size() != n * w1 || ft_bias.size() != w1 ||
         l2_weight.size() != w2 * 2 * w1 || l2_bias.size() != w2 || out_weight.size() != w2) {
         throw std::invalid_argument("NNUE network '" + source + "': tensor sizes do not match " +
                                     features.name() + " with L1=" + std::to_string(l1) +

@@ -25,6 +25,8 @@
 
 namespace latentchess::core {
 
+inline constexpr int kNnueMaxL1 = 4096;  // accumulator width limit (stack buffers)
+
 struct NnueNetwork {
     FeatureSet features;
     int l1 = 0;
