@@ -1,7 +1,7 @@
 """``ab``: the native alpha-beta engine (C++ core) behind the :class:`latentchess.Engine` protocol.
 
-Spec examples: ``ab``, ``ab:eval=nnue`` (the shipped network), ``ab:eval=hce``, ``ab:eval=PATH`` (an NNUE model
-directory), ``ab:depth=10,hash=64``, ``ab:threads=1,multipv=3``.
+Spec examples: ``ab`` (= ``ab:eval=hce``), ``ab:eval=nnue`` (the shipped network),
+``ab:eval=PATH`` (an NNUE model directory), ``ab:depth=10,hash=64``, ``ab:threads=1,multipv=3``.
 ``depth``/``nodes`` in the spec cap every search on top of the limit a caller passes.
 """
 
@@ -31,7 +31,8 @@ class AlphaBetaConfig:
     """Settings of an :class:`AlphaBetaEngine`.
 
     Attributes:
-        evaluator: ``nnue`` (the shipped network), ``hce`` (hand-crafted),
+        evaluator: ``hce`` (hand-crafted, the default: the shipped network is still far weaker,
+            ``benchmarks/results/nnue.md``), ``nnue`` (the shipped network),
             ``material`` (material and piece-square tables) or an NNUE model directory.
         hash_mb: transposition table size in MB.
         threads: search threads (only 1 is supported).

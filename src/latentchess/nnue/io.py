@@ -94,6 +94,8 @@ def save_nnue(path: str | Path, network: Nnue, metadata: dict[str, Any]) -> Path
         arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
         save_file(arrays, tmp / WEIGHTS_FILE, metadata=header)
         (tmp / CONFIG_FILE).write_text(json.dumps(document, indent=2) + "\n")
+        for file in (tmp / WEIGHTS_FILE, tmp / CONFIG_FILE):
+            os.chmod(file, 0o644)
         os.chmod(tmp, 0o755)
         if path.exists():
             old = path.with_name(f".{path.name}.old.{os.getpid()}")

@@ -493,10 +493,22 @@ def export_checkpoint(run: str | Path, model_dir: str | Path | None = None) -> P
     ]
     cache_dir = Path(config["cache"]) if config.get("cache") else run / "cache"
     meta = open_cache(cache_dir).meta
-    metrics = {"step": int(state["step"]), "positions_seen": int(state["positions"])}
+    metrics: dict[str, Any] = {"step": int(state["step"]), "positions_seen": state["positions"]}
     if evals:
-        metrics |= {k: v for k, v in evals[-1].items() if k not in ("kind", "step")}
-        metrics["eval_step"] = evals[-1]["step"]
+        metrics["last_logged_eval"] = evals[-1]
+    cache = open_cache(cache_dir)
+    _, hold = _split(len(cache), config["holdout_fraction"], config["holdout_max"], config["seed"])
+    network.eval()
+    total = 0.0
+    with torch.no_grad():  # the held-out target-score loss of exactly these weights
+        for start in range(0, len(hold), 8192):
+            rows = hold[start : start + 8192]
+            feats = torch.from_numpy(np.asarray(cache.features[rows], dtype=np.int64))
+            stm = torch.from_numpy(np.asarray(cache.stm[rows], dtype=np.int64))
+            score = torch.from_numpy(np.asarray(cache.score[rows], dtype=np.float32))
+            total += float(score_loss(network(feats[:, 0], feats[:, 1], stm), score)) * len(rows)
+    metrics["val_score_loss" if config["loss"] == "pqr" else "val_loss"] = total / len(hold)
+    metrics["holdout_rows"] = len(hold)
     out = Path(model_dir) if model_dir is not None else run / "model"
     save_nnue(
         out,
