@@ -514,7 +514,12 @@ def export_checkpoint(run: str | Path, model_dir: str | Path | None = None) -> P
         out,
         network,
         {
-            "training": {**config, "train_seconds": float(state["elapsed_s"]), "exported": True},
+            "training": {
+                **config,
+                "train_seconds": float(state["elapsed_s"]),
+                "exported": True,
+                "git_commit": git_commit(),
+            },
             "data": meta,
             "metrics": metrics,
             "command": config.get("command", ""),
