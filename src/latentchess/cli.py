@@ -20,6 +20,7 @@ _COMMAND_MODULES = (
     "latentchess.data.cli",
     "latentchess.training.cli",
     "latentchess.training.objectives.cli",
+    "latentchess.nnue.cli",
     "latentchess.models.cli",
     "latentchess.models.chessformer_cli",
     "latentchess.engines.cli",

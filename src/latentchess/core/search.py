@@ -185,16 +185,21 @@ class AlphaBeta:
     """The native alpha-beta engine: one transposition table and evaluator across searches.
 
     Args:
-        evaluator: one of :data:`EVALUATORS`.
+        evaluator: one of :data:`EVALUATORS`, ``nnue`` (the shipped network) or an NNUE model
+            directory (see :func:`latentchess.nnue.native.resolve_evaluator`).
         hash_mb: transposition table size in MB.
     """
 
     def __init__(self, evaluator: str = "hce", *, hash_mb: int = 16) -> None:
-        if evaluator not in EVALUATORS:
-            raise EngineError(f"unknown evaluator {evaluator!r}; known: {', '.join(EVALUATORS)}")
+        from latentchess.nnue.native import resolve_evaluator
+
+        native_name = resolve_evaluator(evaluator)  # hce, pesto, nnue, an NNUE model dir
         if hash_mb < 1:
             raise EngineError(f"hash must be at least 1 MB, got {hash_mb!r}")
-        self._engine = _native().SearchEngine(evaluator, hash_mb)
+        try:
+            self._engine = _native().SearchEngine(native_name, hash_mb)
+        except ValueError as error:  # a corrupt network file
+            raise EngineError(f"evaluator {evaluator!r}: {error}") from error
         self.evaluator = evaluator
 
     @property

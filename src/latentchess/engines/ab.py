@@ -1,6 +1,7 @@
 """``ab``: the native alpha-beta engine (C++ core) behind the :class:`latentchess.Engine` protocol.
 
-Spec examples: ``ab``, ``ab:eval=hce``, ``ab:depth=10,hash=64``, ``ab:threads=1,multipv=3``.
+Spec examples: ``ab`` (= ``ab:eval=hce``), ``ab:eval=nnue`` (the shipped network),
+``ab:eval=PATH`` (an NNUE model directory), ``ab:depth=10,hash=64``, ``ab:threads=1,multipv=3``.
 ``depth``/``nodes`` in the spec cap every search on top of the limit a caller passes.
 """
 
@@ -14,9 +15,10 @@ from dataclasses import dataclass
 import chess
 import chess.engine
 
-from latentchess.core.search import EVALUATORS, PRUNING, AlphaBeta, SearchInfo, SearchOutcome
+from latentchess.core.search import PRUNING, AlphaBeta, SearchInfo, SearchOutcome
 from latentchess.engines.base import Analysis, MoveScore
 from latentchess.errors import EngineError
+from latentchess.nnue.native import resolve_evaluator
 
 __all__ = ["AlphaBetaConfig", "AlphaBetaEngine"]
 
@@ -29,7 +31,9 @@ class AlphaBetaConfig:
     """Settings of an :class:`AlphaBetaEngine`.
 
     Attributes:
-        evaluator: ``hce`` (hand-crafted) or ``pesto`` (its piece-square tables alone).
+        evaluator: ``hce`` (hand-crafted, the default: the shipped network is still far weaker,
+            ``benchmarks/results/nnue.md``), ``pesto`` (its piece-square tables alone), ``nnue``
+            (the shipped network) or an NNUE model directory.
         hash_mb: transposition table size in MB.
         threads: search threads (only 1 is supported).
         multipv: principal variations reported by :meth:`AlphaBetaEngine.analyse`.
@@ -52,10 +56,7 @@ class AlphaBetaConfig:
         unknown = sorted(set(self.no_pruning) - set(PRUNING))
         if unknown:
             raise EngineError(f"unknown pruning {unknown!r}; known: {', '.join(PRUNING)}")
-        if self.evaluator not in EVALUATORS:
-            raise EngineError(
-                f"unknown evaluator {self.evaluator!r}; known: {', '.join(EVALUATORS)}"
-            )
+        resolve_evaluator(self.evaluator)  # EngineError for an unknown name or a bad directory
         if not 1 <= self.hash_mb <= 65536:
             raise EngineError(f"hash must lie in [1, 65536] MB, got {self.hash_mb!r}")
         if not 1 <= self.threads <= MAX_THREADS:
@@ -152,6 +153,16 @@ class AlphaBetaEngine:
     def new_game(self) -> None:
         """Forget the previous game (clears the transposition table)."""
         self._search.new_game()
+
+    def set_evaluator(self, evaluator: str) -> None:
+        """Switch the evaluation (UCI ``EvalFile``): ``nnue``, ``hce``, ``pesto`` or a model dir.
+
+        Raises:
+            EngineError: an unknown name or an unreadable network (the old evaluation stays).
+        """
+        config = AlphaBetaConfig(**{**self.config.__dict__, "evaluator": evaluator})
+        self._search = AlphaBeta(config.evaluator, hash_mb=self._search.hash_mb)
+        self.config = config
 
     def set_hash(self, hash_mb: int) -> None:
         """Resize the transposition table (clearing it)."""

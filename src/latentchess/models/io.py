@@ -286,8 +286,15 @@ def load_model(
     Raises:
         ModelFileError: see :func:`read_model_config`; also a missing, truncated or corrupt weights
             file, or weights whose names or shapes do not match the stored config.
+
+    A directory of kind ``nnue`` (``config.json`` ``"kind": "nnue"``) is read by
+    :func:`latentchess.nnue.io.load_nnue` and returned as its ``NnueModel``.
     """
     path = default_model_path() if path is None else Path(path)
+    from latentchess.nnue.io import is_nnue_dir, load_nnue
+
+    if is_nnue_dir(path):  # kind "nnue": an evaluation network, not a SOLIS encoder
+        return load_nnue(path)  # type: ignore[return-value]
     document = read_model_config(path)
     config = EncoderConfig.from_dict(document["encoder"])
     _check_weights_size(path / WEIGHTS_FILE, config)

@@ -19,6 +19,7 @@ import chess
 import chess.engine
 
 from latentchess.engines.base import Engine
+from latentchess.errors import LatentChessError
 from latentchess.uci.protocol import SetOption, go_limit
 from latentchess.uci.session import UciSession, _Search
 
@@ -77,7 +78,11 @@ class SpecSession(UciSession):
             "option name MultiPV type spin default 1 min 1 max 256",
             f"option name Move Overhead type spin default {self.move_overhead_ms} min 0 max 10000",
             "option name Clear Hash type button",
-        ]
+        ] + (
+            [f"option name EvalFile type string default {self._spec_engine.config.evaluator}"]
+            if hasattr(self._spec_engine, "set_evaluator")
+            else []
+        )
 
     def start_loading(self) -> None:
         """Nothing to load: the engine was built with the session."""
@@ -100,6 +105,12 @@ class SpecSession(UciSession):
         }
         if name == "clear hash":
             self._new_game()
+            return
+        if name == "evalfile" and hasattr(self._spec_engine, "set_evaluator"):
+            try:  # nnue, hce, material or an NNUE model directory
+                self._spec_engine.set_evaluator(value)
+            except LatentChessError as error:
+                self.info(f"EvalFile {value!r} refused: {error}")
             return
         if name in ("ponder", "uci_showwdl", "uci_analysemode"):
             return  # GUIs set these unasked; nothing to do

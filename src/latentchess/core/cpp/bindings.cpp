@@ -213,6 +213,7 @@ void register_errors() {
 // Defined in search_bindings.cpp (search helper).
 namespace latentchess::core {
 void bind_search(py::module_& module);
+void bind_nnue(py::module_& module);  // nnue_bindings.cpp (nnue helper)
 }  // namespace latentchess::core
 
 PYBIND11_MODULE(_native, m) {
@@ -222,4 +223,6 @@ PYBIND11_MODULE(_native, m) {
     bind_board(m);
     // ---- search section (search helper) goes below this line ----
     latentchess::core::bind_search(m);
+    // ---- NNUE section (nnue helper) ----
+    latentchess::core::bind_nnue(m);
 }

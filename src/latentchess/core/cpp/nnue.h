@@ -1,0 +1,90 @@
+// Quantised NNUE inference and the NNUE Evaluator (the search's evaluation slot).
+//
+// Invariants:
+//  * Layout and scales equal latentchess.nnue.model.quantised_forward (the Python reference):
+//    ft_weight int16 (N, L1) row-major at scale 127, ft_bias int16 (L1); accumulators int16
+//    (wrapping adds, as the reference's int16 cast); a1 = clamp(acc, 0, 127), side to move first;
+//    l2_weight int8 (L2, 2 * L1) at scale 64, l2_bias int32; a2 = clamp(z >> 6, 0, 127);
+//    centipawns = (out_weight . a2 + out_bias) >> 4 (arithmetic shift = floor).
+//  * The network is immutable after construction and shared between evaluators (and threads).
+//  * NnueEvaluator keeps one accumulator pair per ply on a stack: on_do_move computes the child's
+//    ALL-block part from the parent's by adding/removing the moved, captured and castling-rook
+//    features; the other blocks (non-local or with shared features) are summed at evaluation.
+//    After any sequence of do/undo, the stack top equals refresh(position) (tested).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "evaluate.h"
+#include "nnue_features.h"
+#include "position.h"
+#include "types.h"
+
+namespace latentchess::core {
+
+inline constexpr int kNnueMaxL1 = 4096;  // accumulator width limit (stack buffers)
+
+struct NnueNetwork {
+    FeatureSet features;
+    int l1 = 0;
+    int l2 = 0;
+    std::vector<std::int16_t> ft_weight;  // (N, L1)
+    std::vector<std::int16_t> ft_bias;    // (L1)
+    std::vector<std::int8_t> l2_weight;   // (L2, 2 * L1)
+    std::vector<std::int32_t> l2_bias;    // (L2)
+    std::vector<std::int32_t> out_weight;  // (L2)
+    std::int32_t out_bias = 0;
+    std::string source;  // where it was loaded from (for messages)
+
+    // Throws std::invalid_argument when the sizes do not match the feature set and widths.
+    void validate() const;
+};
+
+// Accumulators of both perspectives (White = 0, Black = 1), int16, L1 each.
+struct NnueAccumulator {
+    std::vector<std::int16_t> values[2];
+};
+
+// Accumulator of a position from scratch (every block).
+NnueAccumulator refresh_accumulator(const NnueNetwork& network, const Position& position);
+
+// The output layers on an accumulator: centipawns, side to move's view.
+int nnue_output(const NnueNetwork& network, const NnueAccumulator& accumulator, Color side_to_move);
+
+// Full evaluation from scratch (refresh + output).
+int nnue_evaluate(const NnueNetwork& network, const Position& position);
+
+class NnueEvaluator final : public Evaluator {
+  public:
+    explicit NnueEvaluator(std::shared_ptr<const NnueNetwork> network);
+
+    std::string name() const override { return "nnue"; }
+    std::unique_ptr<Evaluator> clone() const override;
+
+    void reset(const Position& position) override;
+    void on_do_move(const Position& before, Move move) override;
+    void on_undo_move() override;
+    void on_do_null_move() override;
+    void on_undo_null_move() override;
+
+    int evaluate(const Position& position) override;
+
+    // The stack top's full accumulator (ALL part + the other blocks of position), for tests.
+    NnueAccumulator current_accumulator(const Position& position) const;
+    const NnueNetwork& network() const { return *network_; }
+
+  private:
+    void add_column(std::int16_t* accumulator, int feature) const;
+    void sub_column(std::int16_t* accumulator, int feature) const;
+    void add_other_blocks(const Position& position, NnueAccumulator& accumulator) const;
+
+    std::shared_ptr<const NnueNetwork> network_;
+    int all_offset_ = -1;  // offset of the ALL block, -1 when the set has none
+    std::vector<std::int16_t> stack_;  // per ply: 2 * L1 values (White's, then Black's)
+    int ply_ = 0;
+};
+
+}  // namespace latentchess::core

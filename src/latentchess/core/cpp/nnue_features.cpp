@@ -1,0 +1,149 @@
+// NNUE input feature sets; see nnue_features.h and latentchess/nnue/features.py.
+#include "nnue_features.h"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+namespace latentchess::core {
+
+namespace {
+
+struct BlockName {
+    const char* name;
+    FeatureBlock block;
+    int size;
+};
+
+constexpr std::array<BlockName, 7> kBlocks = {{
+    {"ALL", FeatureBlock::All, 768},
+    {"H", FeatureBlock::H, 96},
+    {"V", FeatureBlock::V, 96},
+    {"D1", FeatureBlock::D1, 180},
+    {"D2", FeatureBlock::D2, 180},
+    {"PH", FeatureBlock::PH, 1152},
+    {"PV", FeatureBlock::PV, 1152},
+}};
+
+// grid[file][rank] = role * 2 + c in the perspective's board, or -1.
+using Grid = std::array<std::array<int, 8>, 8>;
+
+Grid make_grid(const Position& position, Color perspective) {
+    Grid grid;
+    for (auto& column : grid) column.fill(-1);
+    Bitboard occupied = position.occupied();
+    while (occupied) {
+        const Square square = pop_lsb(occupied);
+        const int file = file_of(square);
+        const int rank = perspective == White ? rank_of(square) : 7 - rank_of(square);
+        const int c = position.color_on(square) == perspective ? 0 : 1;
+        grid[file][rank] = (position.piece_type_on(square) - 1) * 2 + c;
+    }
+    return grid;
+}
+
+// Pairs of consecutive occupied squares along each line; line_of(line, i) -> (file, rank).
+template <typename Cell>
+void pairs(const Grid& grid, Cell cell, std::vector<int>& out) {
+    for (int line = 0; line < 8; ++line) {
+        int previous = -1;
+        for (int i = 0; i < 8; ++i) {
+            const int kind = cell(grid, line, i);
+            if (kind < 0) continue;
+            if (previous >= 0) {
+                const int r1 = previous >> 1, c1 = previous & 1, r2 = kind >> 1, c2 = kind & 1;
+                out.push_back(line * 144 + r1 * 24 + c1 * 12 + r2 * 2 + c2);
+            }
+            previous = kind;
+        }
+    }
+}
+
+}  // namespace
+
+int feature_block_size(FeatureBlock block) { return kBlocks[static_cast<int>(block)].size; }
+
+FeatureSet FeatureSet::parse(std::string_view text) {
+    FeatureSet set;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t plus = text.find('+', start);
+        const std::string_view part =
+            text.substr(start, plus == std::string_view::npos ? std::string_view::npos : plus - start);
+        const auto found = std::find_if(kBlocks.begin(), kBlocks.end(),
+                                        [&](const BlockName& b) { return part == b.name; });
+        if (found == kBlocks.end()) {
+            throw std::invalid_argument("feature set '" + std::string(text) +
+                                        "': unknown or non-native block '" + std::string(part) +
+                                        "' (native blocks: ALL H V D1 D2 PH PV)");
+        }
+        if (std::find(set.blocks.begin(), set.blocks.end(), found->block) != set.blocks.end()) {
+            throw std::invalid_argument("feature set '" + std::string(text) + "' repeats a block");
+        }
+        set.blocks.push_back(found->block);
+        set.offsets.push_back(set.size);
+        set.size += found->size;
+        if (plus == std::string_view::npos) break;
+        start = plus + 1;
+    }
+    return set;
+}
+
+std::string FeatureSet::name() const {
+    std::string out;
+    for (const FeatureBlock block : blocks) {
+        if (!out.empty()) out += '+';
+        out += kBlocks[static_cast<int>(block)].name;
+    }
+    return out;
+}
+
+void block_features(const Position& position, Color perspective, FeatureBlock block,
+                    std::vector<int>& out) {
+    out.clear();
+    if (block == FeatureBlock::All) {
+        Bitboard occupied = position.occupied();
+        while (occupied) {
+            const Square square = pop_lsb(occupied);
+            out.push_back(all_feature(perspective, position.color_on(square),
+                                      position.piece_type_on(square), square));
+        }
+        std::sort(out.begin(), out.end());
+        return;
+    }
+    const Grid grid = make_grid(position, perspective);
+    if (block == FeatureBlock::PH) {
+        pairs(grid, [](const Grid& g, int rank, int file) { return g[file][rank]; }, out);
+    } else if (block == FeatureBlock::PV) {
+        pairs(grid, [](const Grid& g, int file, int rank) { return g[file][rank]; }, out);
+    } else {
+        for (int file = 0; file < 8; ++file) {
+            for (int rank = 0; rank < 8; ++rank) {
+                const int kind = grid[file][rank];
+                if (kind < 0) continue;
+                int line = 0;
+                switch (block) {
+                    case FeatureBlock::H: line = file; break;
+                    case FeatureBlock::V: line = rank; break;
+                    case FeatureBlock::D1: line = file + rank; break;
+                    default: line = file + 7 - rank; break;
+                }
+                out.push_back(line * 12 + kind);
+            }
+        }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
+std::vector<int> active_features(const Position& position, Color perspective,
+                                 const FeatureSet& features) {
+    std::vector<int> out, part;
+    for (std::size_t b = 0; b < features.blocks.size(); ++b) {
+        block_features(position, perspective, features.blocks[b], part);
+        for (const int index : part) out.push_back(index + features.offsets[b]);
+    }
+    return out;
+}
+
+}  // namespace latentchess::core

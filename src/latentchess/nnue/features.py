@@ -1,0 +1,258 @@
+"""NNUE input feature sets (Lombardo 2024, "Feature set analysis for chess NNUE networks").
+
+The readable reference implementation: the native core's extractor must give the same indices.
+
+Each position is encoded twice, once per *perspective*. From Black's perspective the board is
+flipped vertically (rank -> 7 - rank) and the colours are swapped, so that in both encodings
+``c = 0`` means "ours" (the perspective's pieces) and ``c = 1`` "theirs". ``role`` is 0..5 for
+P N B R Q K; ``file`` and ``rank`` are 0..7 in the perspective's (flipped) board.
+
+Blocks (a feature set is blocks joined by ``+``; each block's indices are shifted by the sizes of
+the blocks before it, so ``ALL+H`` has 864 features, H's starting at 768):
+
+========  ===========================================================================  ======
+block     index of an active feature                                                   size
+========  ===========================================================================  ======
+ALL       ``(file * 8 + rank) * 12 + role * 2 + c`` per piece                            768
+H         ``file * 12 + role * 2 + c`` per piece (a piece of that kind on that file)       96
+V         ``rank * 12 + role * 2 + c``                                                     96
+D1        ``(file + rank) * 12 + role * 2 + c``                                           180
+D2        ``(file + 7 - rank) * 12 + role * 2 + c``                                       180
+PH        pairs of consecutive occupied squares along a *rank*, left to right:           1152
+          ``rank * 144 + r1 * 24 + c1 * 12 + r2 * 2 + c2`` (r1, c1 = the left piece)
+PV        pairs of consecutive occupied squares along a *file*, bottom to top:           1152
+          ``file * 144 + r1 * 24 + c1 * 12 + r2 * 2 + c2`` (r1, c1 = the lower piece)
+MB        ``square * 12 + role * 2 + c`` for every square in the union of the legal       768
+          destinations of the (role, colour)'s pieces, ``square = file * 8 + rank``
+MC        per (role, colour) the size of that union, capped at [8, 15, 16, 25, 25, 8]:    206
+          ``MC_OFFSET[role] + c * (cap + 1) + min(count, cap)``
+========  ===========================================================================  ======
+
+Naming of the pairwise blocks: we name them by direction, as the thesis *slides* do (PH: a piece
+"to the left of" another on a rank; PV: a piece "below" another on a file). The thesis's *code*
+uses the two names the other way round (its PH walks files, its PV ranks); where a result is quoted
+from the thesis's tables we map slides' PH -> our PH, slides' PV -> our PV.
+
+Mobility (MB, MC): destinations of the moves a colour could make if it were its turn, moves that
+leave its own king in check excluded; a pawn counts only its one-square push (promotions included)
+and its captures (en passant only for the side to move, which owns the en-passant square);
+castling counts as the king's move to its destination square. Features are binary: a
+feature active for two reasons (two rooks on one file for H) appears once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import chess
+import numpy as np
+import numpy.typing as npt
+
+from latentchess.errors import LatentChessError
+
+__all__ = [
+    "BLOCK_SIZES",
+    "MC_CAPS",
+    "MC_OFFSET",
+    "FeatureSet",
+    "parse_feature_set",
+    "block_features",
+    "perspective_features",
+    "position_features",
+]
+
+BLOCK_SIZES: dict[str, int] = {
+    "ALL": 768,
+    "H": 96,
+    "V": 96,
+    "D1": 180,
+    "D2": 180,
+    "PH": 1152,
+    "PV": 1152,
+    "MB": 768,
+    "MC": 206,
+}
+MC_CAPS: tuple[int, ...] = (8, 15, 16, 25, 25, 8)
+MC_OFFSET: tuple[int, ...] = tuple(int(2 * sum(c + 1 for c in MC_CAPS[:r])) for r in range(6))
+assert 2 * sum(c + 1 for c in MC_CAPS) == BLOCK_SIZES["MC"]
+
+# (perspective file, rank) -> (role, c) grid; role/c of -1 means empty.
+Grid = npt.NDArray[np.int8]  # (8 files, 8 ranks): role * 2 + c, or -1
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeatureSet:
+    """A sum of blocks, e.g. ``ALL+H+V``.
+
+    Attributes:
+        blocks: the block names in order.
+    """
+
+    blocks: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.blocks:
+            raise LatentChessError("a feature set needs at least one block")
+        for block in self.blocks:
+            if block not in BLOCK_SIZES:
+                raise LatentChessError(
+                    f"unknown feature block {block!r}; expected one of {sorted(BLOCK_SIZES)}"
+                )
+        if len(set(self.blocks)) != len(self.blocks):
+            raise LatentChessError(f"feature set {self.name!r} repeats a block")
+
+    @property
+    def name(self) -> str:
+        return "+".join(self.blocks)
+
+    @property
+    def size(self) -> int:
+        """Number of features N (sum of the block sizes)."""
+        return sum(BLOCK_SIZES[b] for b in self.blocks)
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        """Running offset of each block."""
+        out, total = [], 0
+        for block in self.blocks:
+            out.append(total)
+            total += BLOCK_SIZES[block]
+        return tuple(out)
+
+    @property
+    def max_active(self) -> int:
+        """An upper bound on the active features of one perspective (for padded storage)."""
+        bound = {"ALL": 32, "H": 32, "V": 32, "D1": 32, "D2": 32, "PH": 31, "PV": 31}
+        bound |= {"MB": 768, "MC": 12}
+        return sum(bound[b] for b in self.blocks)
+
+    @property
+    def local(self) -> bool:
+        """Whether every block's features depend only on the pieces' own squares."""
+        return all(b in ("ALL", "H", "V", "D1", "D2") for b in self.blocks)
+
+
+def parse_feature_set(text: str) -> FeatureSet:
+    """``"ALL+H+V"`` -> :class:`FeatureSet` (case-insensitive, spaces allowed)."""
+    parts = [p.strip().upper() for p in text.split("+")]
+    if not text.strip() or any(not p for p in parts):
+        raise LatentChessError(f"invalid feature set {text!r}; expected blocks joined by '+'")
+    return FeatureSet(blocks=tuple(parts))
+
+
+def _grid(board: chess.Board, perspective: chess.Color) -> Grid:
+    """The perspective's view of the board: flipped and colour-swapped for Black."""
+    grid = np.full((8, 8), -1, dtype=np.int8)
+    for square, piece in board.piece_map().items():
+        file, rank = chess.square_file(square), chess.square_rank(square)
+        if perspective == chess.BLACK:
+            rank = 7 - rank
+        c = 0 if piece.color == perspective else 1
+        grid[file, rank] = (piece.piece_type - 1) * 2 + c
+    return grid
+
+
+def _axis_block(grid: Grid, line_of: npt.NDArray[np.int64]) -> set[int]:
+    files, ranks = np.nonzero(grid >= 0)
+    return {int(line_of[f, r] * 12 + grid[f, r]) for f, r in zip(files, ranks, strict=True)}
+
+
+_FILE = np.repeat(np.arange(8), 8).reshape(8, 8)  # [file, rank] -> file
+_RANK = np.tile(np.arange(8), 8).reshape(8, 8)  # [file, rank] -> rank
+_AXIS_LINES = {
+    "ALL": _FILE * 8 + _RANK,
+    "H": _FILE,
+    "V": _RANK,
+    "D1": _FILE + _RANK,
+    "D2": _FILE + 7 - _RANK,
+}
+
+
+def _pairs(lines: Grid) -> set[int]:
+    """Consecutive occupied squares of each row of ``lines`` (line, position along it)."""
+    out = set()
+    for line in range(8):
+        kinds = [int(k) for k in lines[line] if k >= 0]
+        for first, second in itertools.pairwise(kinds):
+            r1, c1, r2, c2 = first >> 1, first & 1, second >> 1, second & 1
+            out.add(line * 144 + r1 * 24 + c1 * 12 + r2 * 2 + c2)
+    return out
+
+
+def _destinations(board: chess.Board, color: chess.Color) -> dict[int, int]:
+    """Union of legal destination squares (as a bitboard) per piece type, ``color`` to move."""
+    probe = board.copy(stack=False)
+    if probe.turn != color:
+        probe.turn = color
+        probe.ep_square = None  # the en-passant right belongs to the side that was to move
+    out = {pt: 0 for pt in chess.PIECE_TYPES}
+    for move in probe.generate_legal_moves():
+        piece_type = probe.piece_type_at(move.from_square)
+        assert piece_type is not None
+        if piece_type == chess.PAWN:
+            distance = abs(move.to_square - move.from_square)
+            if distance == 16:  # double push: not counted
+                continue
+        out[piece_type] |= chess.BB_SQUARES[move.to_square]
+    return out
+
+
+def _mobility(board: chess.Board, perspective: chess.Color) -> dict[tuple[int, int], list[int]]:
+    """(role, c) -> destination squares as ``file * 8 + rank`` in the perspective's board."""
+    out = {}
+    for color in chess.COLORS:
+        c = 0 if color == perspective else 1
+        for piece_type, bb in _destinations(board, color).items():
+            squares = []
+            for sq in chess.scan_forward(bb):
+                file, rank = chess.square_file(sq), chess.square_rank(sq)
+                if perspective == chess.BLACK:
+                    rank = 7 - rank
+                squares.append(file * 8 + rank)
+            out[(piece_type - 1, c)] = squares
+    return out
+
+
+def block_features(board: chess.Board, perspective: chess.Color, block: str) -> list[int]:
+    """Sorted active features of one block (indices local to the block)."""
+    grid = _grid(board, perspective)
+    if block in _AXIS_LINES:
+        active = _axis_block(grid, _AXIS_LINES[block])
+    elif block == "PH":
+        active = _pairs(grid.T)  # rows = ranks, left (file a) to right
+    elif block == "PV":
+        active = _pairs(grid)  # rows = files, bottom (rank 1 of the perspective) to top
+    elif block == "MB":
+        mobility = _mobility(board, perspective)
+        active = {sq * 12 + r * 2 + c for (r, c), sqs in mobility.items() for sq in sqs}
+    elif block == "MC":
+        mobility = _mobility(board, perspective)
+        active = {
+            MC_OFFSET[r] + c * (MC_CAPS[r] + 1) + min(len(sqs), MC_CAPS[r])
+            for (r, c), sqs in mobility.items()
+        }
+    else:
+        raise LatentChessError(f"unknown feature block {block!r}")
+    return sorted(active)
+
+
+def perspective_features(
+    board: chess.Board, perspective: chess.Color, feature_set: FeatureSet
+) -> npt.NDArray[np.int64]:
+    """Sorted active feature indices of ``feature_set`` from ``perspective``'s view."""
+    parts = [
+        np.asarray(block_features(board, perspective, block), dtype=np.int64) + offset
+        for block, offset in zip(feature_set.blocks, feature_set.offsets, strict=True)
+    ]
+    return np.concatenate(parts)
+
+
+def position_features(
+    board: chess.Board, feature_set: FeatureSet
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(White's perspective, Black's perspective) active features of ``board``."""
+    return (
+        perspective_features(board, chess.WHITE, feature_set),
+        perspective_features(board, chess.BLACK, feature_set),
+    )

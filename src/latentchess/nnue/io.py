@@ -1,0 +1,161 @@
+"""NNUE model directories: ``model.safetensors`` + ``config.json``, no pickle.
+
+``model.safetensors`` holds the float weights (``float.*``, for fine-tuning and the Python
+reference) and the quantised ones the core runs (``q.ft.weight`` int16 (N, L1), ``q.ft.bias`` int16,
+``q.l2.weight`` int8 (L2, 2 * L1), ``q.l2.bias`` int32, ``q.out.weight`` int32 (L2,),
+``q.out.bias`` int32 (1,)); its metadata holds ``feature_set``, ``l1``, ``l2`` (strings), which is
+all the native core reads. ``config.json``::
+
+    {"format": "latentchess-model", "format_version": 1, "kind": "nnue",
+     "nnue": {"feature_set": "ALL", "l1": 256, "l2": 32},
+     "quantisation": {"l1_scale": 127, "l2_scale": 64, "output_scale": 600, "out_shift": 16},
+     "training": {...}, "data": {...}, "metrics": {...}, "command": "..."}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from safetensors.numpy import load_file, save_file
+
+from latentchess.errors import ModelFileError
+from latentchess.nnue.model import (
+    L1_SCALE,
+    L2_SCALE,
+    OUT_SHIFT,
+    OUTPUT_SCALE,
+    Nnue,
+    NnueConfig,
+    quantise,
+)
+
+__all__ = ["NnueModel", "save_nnue", "load_nnue", "is_nnue_dir", "default_nnue_path"]
+
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+_PACKAGE_WEIGHTS = Path(__file__).resolve().parents[1] / "weights"
+
+
+def default_nnue_path() -> Path:
+    """The shipped network, ``latentchess/weights/nnue-default``."""
+    return _PACKAGE_WEIGHTS / "nnue-default"
+
+
+@dataclass
+class NnueModel:
+    """A loaded network: float module, quantised tensors and the stored metadata."""
+
+    path: Path
+    network: Nnue
+    quantised: dict[str, npt.NDArray[Any]]
+    metadata: dict[str, Any]
+
+
+def is_nnue_dir(path: str | Path) -> bool:
+    """Whether ``path`` is a model directory of kind ``nnue``."""
+    file = Path(path) / CONFIG_FILE
+    try:
+        return json.loads(file.read_text()).get("kind") == "nnue"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def save_nnue(path: str | Path, network: Nnue, metadata: dict[str, Any]) -> Path:
+    """Write a model directory atomically (temporary directory renamed into place)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tensors = {f"float.{k}": v.detach().cpu().numpy() for k, v in network.state_dict().items()}
+    tensors |= {f"q.{k}": v for k, v in quantise(network).items()}
+    document = {
+        "format": "latentchess-model",
+        "format_version": 1,
+        "kind": "nnue",
+        "nnue": network.cfg.to_dict(),
+        "quantisation": {
+            "l1_scale": L1_SCALE,
+            "l2_scale": L2_SCALE,
+            "output_scale": OUTPUT_SCALE,
+            "out_shift": OUT_SHIFT,
+        },
+        **metadata,
+    }
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        # The core reads only the safetensors file: its metadata names the shape.
+        header = {k: str(v) for k, v in network.cfg.to_dict().items()}
+        arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
+        save_file(arrays, tmp / WEIGHTS_FILE, metadata=header)
+        (tmp / CONFIG_FILE).write_text(json.dumps(document, indent=2) + "\n")
+        for file in (tmp / WEIGHTS_FILE, tmp / CONFIG_FILE):
+            os.chmod(file, 0o644)
+        os.chmod(tmp, 0o755)
+        if path.exists():
+            old = path.with_name(f".{path.name}.old.{os.getpid()}")
+            os.replace(path, old)
+            os.replace(tmp, path)
+            for child in old.iterdir():
+                child.unlink()
+            old.rmdir()
+        else:
+            os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            for child in tmp.iterdir():
+                child.unlink()
+            tmp.rmdir()
+    return path
+
+
+def load_nnue(path: str | Path | None = None) -> NnueModel:
+    """Read a directory written by :func:`save_nnue` (``None``: the shipped network).
+
+    Raises:
+        ModelFileError: missing files, another kind, or tensors that do not match the config.
+    """
+    path = default_nnue_path() if path is None else Path(path)
+    file = path / CONFIG_FILE
+    if not file.is_file():
+        raise ModelFileError(f"NNUE model config {str(file)!r} is missing")
+    try:
+        document = json.loads(file.read_text())
+    except ValueError as error:
+        raise ModelFileError(f"{str(file)!r} is not valid JSON: {error}") from error
+    if not isinstance(document, dict) or document.get("kind") != "nnue":
+        raise ModelFileError(f"{str(file)!r} is not an NNUE model (kind {document.get('kind')!r})")
+    try:
+        cfg = NnueConfig.from_dict(document["nnue"])
+    except Exception as error:
+        raise ModelFileError(f"{str(file)!r}: bad 'nnue' section: {error}") from error
+    weights = path / WEIGHTS_FILE
+    try:
+        tensors = load_file(str(weights))
+    except Exception as error:
+        raise ModelFileError(f"cannot read {str(weights)!r}: {error}") from error
+    network = Nnue(cfg)
+    state = {
+        k[len("float.") :]: torch.from_numpy(v.copy())
+        for k, v in tensors.items()
+        if k.startswith("float.")
+    }
+    try:
+        network.load_state_dict(state)
+    except RuntimeError as error:
+        raise ModelFileError(f"{str(weights)!r} does not match {str(file)!r}: {error}") from error
+    network.eval()
+    quantised = {k[2:]: v for k, v in tensors.items() if k.startswith("q.")}
+    expected = quantise(network)
+    for name, value in expected.items():
+        if name not in quantised or quantised[name].shape != value.shape:
+            raise ModelFileError(
+                f"{str(weights)!r}: quantised tensor {name!r} missing or misshapen"
+            )
+    meta = {k: v for k, v in document.items() if k not in ("format", "format_version", "kind")}
+    return NnueModel(path=path, network=network, quantised=quantised, metadata=meta)

@@ -1,0 +1,159 @@
+"""The NNUE network (float, for training) and its quantisation for the native core.
+
+Architecture (thesis; Stockfish's nnue-pytorch layout)::
+
+    features (N, sparse) --EmbeddingBag(N, L1)+bias--> accumulator, one per perspective (shared)
+    [acc(side to move), acc(other)] (2 * L1) -> clamp(0, 1) -> Linear(2 * L1, L2) -> clamp(0, 1)
+                                              -> Linear(L2, 1) -> * OUTPUT_SCALE = centipawns
+
+Quantisation (what the core runs):
+    L1 weights and biases int16 at scale 127; accumulators int16; activations clamp(acc, 0, 127).
+    L2 weights int8 at scale 64 (training clips them to +-127/64), bias int32 at scale 127 * 64;
+    L2 output ``>> 6`` then clamp(0, 127).
+    Output weights int32 at scale ``OUTPUT_SCALE * 16 / 127``, bias at ``OUTPUT_SCALE * 16``;
+    centipawns = (sum + bias) / 16 (Stockfish's serializer, which the thesis's code follows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import Tensor, nn
+
+from latentchess.errors import LatentChessError
+from latentchess.nnue.features import FeatureSet, parse_feature_set
+
+__all__ = [
+    "OUTPUT_SCALE",
+    "L1_SCALE",
+    "L2_SCALE",
+    "OUT_SHIFT",
+    "NnueConfig",
+    "Nnue",
+    "quantise",
+    "quantised_forward",
+]
+
+OUTPUT_SCALE = 600.0  # network output * OUTPUT_SCALE = centipawns (nnue2score)
+L1_SCALE = 127
+L2_SCALE = 64
+OUT_SHIFT = 16
+L2_CLIP = 127.0 / L2_SCALE
+
+
+@dataclass(frozen=True, kw_only=True)
+class NnueConfig:
+    """Network shape.
+
+    Attributes:
+        feature_set: e.g. ``"ALL"`` or ``"ALL+H+V"``.
+        l1: accumulator width per perspective.
+        l2: hidden width.
+    """
+
+    feature_set: str = "ALL"
+    l1: int = 256
+    l2: int = 32
+
+    def __post_init__(self) -> None:
+        parse_feature_set(self.feature_set)
+        if self.l1 < 8 or self.l1 % 8 or self.l2 < 1:
+            raise LatentChessError(f"bad sizes l1={self.l1!r} (multiple of 8) l2={self.l2!r}")
+
+    @property
+    def features(self) -> FeatureSet:
+        return parse_feature_set(self.feature_set)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NnueConfig:
+        unknown = set(data) - {"feature_set", "l1", "l2"}
+        if unknown:
+            raise LatentChessError(f"unknown NNUE config keys {sorted(unknown)!r}")
+        return cls(**data)
+
+
+class Nnue(nn.Module):
+    """Float NNUE; ``forward(white, black, stm) -> centipawns`` (side to move's view).
+
+    ``white`` / ``black`` are (B, K) padded feature index tensors (pad = N).
+    """
+
+    def __init__(self, cfg: NnueConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        n = cfg.features.size
+        self.ft = nn.EmbeddingBag(n + 1, cfg.l1, mode="sum", padding_idx=n)
+        self.ft_bias = nn.Parameter(torch.zeros(cfg.l1))
+        self.l2 = nn.Linear(2 * cfg.l1, cfg.l2)
+        self.out = nn.Linear(cfg.l2, 1)
+        with torch.no_grad():  # small first-layer weights: accumulators start inside (0, 1)
+            self.ft.weight.normal_(0.0, 0.1 / np.sqrt(32))
+            self.ft.weight[n].zero_()
+            self.ft_bias.fill_(0.5)
+            self.l2.weight.clamp_(-L2_CLIP, L2_CLIP)
+
+    def accumulate(self, features: Tensor) -> Tensor:
+        """(B, K) padded indices -> (B, L1) accumulators (float)."""
+        return self.ft(features.long()) + self.ft_bias
+
+    def forward(self, white: Tensor, black: Tensor, stm: Tensor) -> Tensor:
+        """Centipawns from the side to move's view, (B,)."""
+        acc_w, acc_b = self.accumulate(white), self.accumulate(black)  # (B, L1) each
+        black_to_move = stm.bool().unsqueeze(1)  # (B, 1)
+        first = torch.where(black_to_move, acc_b, acc_w)
+        second = torch.where(black_to_move, acc_w, acc_b)
+        x = torch.cat([first, second], dim=1).clamp(0.0, 1.0)  # (B, 2 * L1)
+        x = self.l2(x).clamp(0.0, 1.0)  # (B, L2)
+        return self.out(x).squeeze(1) * OUTPUT_SCALE
+
+    @torch.no_grad()
+    def clip_weights(self) -> None:
+        """Keep the L2 weights representable as int8 at scale 64."""
+        self.l2.weight.clamp_(-L2_CLIP, L2_CLIP)
+
+
+def quantise(model: Nnue) -> dict[str, npt.NDArray[Any]]:
+    """Integer tensors the core runs (see the module docstring for the scales)."""
+    n = model.cfg.features.size
+    w1 = model.ft.weight.detach().cpu().numpy()[:n]  # (N, L1)
+    b1 = model.ft_bias.detach().cpu().numpy()
+    w2 = model.l2.weight.detach().cpu().numpy()  # (L2, 2 * L1)
+    b2 = model.l2.bias.detach().cpu().numpy()
+    w3 = model.out.weight.detach().cpu().numpy()[0]  # (L2,)
+    b3 = model.out.bias.detach().cpu().numpy()
+    out_w_scale = OUTPUT_SCALE * OUT_SHIFT / L1_SCALE
+    return {
+        "ft.weight": np.clip(np.round(w1 * L1_SCALE), -32767, 32767).astype(np.int16),
+        "ft.bias": np.clip(np.round(b1 * L1_SCALE), -32767, 32767).astype(np.int16),
+        "l2.weight": np.clip(np.round(w2 * L2_SCALE), -127, 127).astype(np.int8),
+        "l2.bias": np.round(b2 * L1_SCALE * L2_SCALE).astype(np.int32),
+        "out.weight": np.round(w3 * out_w_scale).astype(np.int32),
+        "out.bias": np.round(b3 * OUTPUT_SCALE * OUT_SHIFT).astype(np.int32),
+    }
+
+
+def quantised_forward(
+    q: dict[str, npt.NDArray[Any]],
+    white: list[npt.NDArray[np.int64]],
+    black: list[npt.NDArray[np.int64]],
+    stm: npt.NDArray[np.integer[Any]],
+) -> npt.NDArray[np.int64]:
+    """Integer reference inference (what the core computes), centipawns per position."""
+    w1 = q["ft.weight"].astype(np.int32)
+    out = np.empty(len(stm), dtype=np.int64)
+    for i in range(len(stm)):
+        acc_w = (q["ft.bias"].astype(np.int32) + w1[white[i]].sum(axis=0)).astype(np.int16)
+        acc_b = (q["ft.bias"].astype(np.int32) + w1[black[i]].sum(axis=0)).astype(np.int16)
+        first, second = (acc_b, acc_w) if stm[i] else (acc_w, acc_b)
+        a1 = np.clip(np.concatenate([first, second]).astype(np.int32), 0, L1_SCALE)
+        z2 = q["l2.weight"].astype(np.int32) @ a1 + q["l2.bias"]
+        a2 = np.clip(z2 >> 6, 0, L1_SCALE)
+        out[i] = int(q["out.weight"] @ a2 + int(q["out.bias"][0])) // OUT_SHIFT
+    return out

@@ -1,0 +1,92 @@
+"""NNUE feature sets against hand-computed positions (indices worked out in the comments)."""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+import pytest
+
+from latentchess.errors import LatentChessError
+from latentchess.nnue.features import (
+    BLOCK_SIZES,
+    block_features,
+    parse_feature_set,
+    position_features,
+)
+
+# White K e1 (file 4, rank 0), R h1 (7, 0); black k e8 (4, 7).
+KRK = chess.Board("4k3/8/8/8/8/8/8/4K2R w K - 0 1")
+
+
+@pytest.mark.parametrize(
+    ("block", "white", "black"),
+    [
+        # ALL: (file*8+rank)*12 + role*2 + c; K=5, R=3. White: K (4*8+0)*12+10, k 39*12+11,
+        # R 56*12+6. Black's view flips ranks and colours: k -> (32*12+10), K -> 39*12+11,
+        # R -> (7*8+7)*12+7.
+        ("ALL", [394, 479, 678], [394, 479, 763]),
+        ("H", [58, 59, 90], [58, 59, 91]),  # file*12+role*2+c
+        ("V", [6, 10, 95], [10, 91, 95]),  # rank*12+...; black: k rank 0, K/R rank 7
+        ("D1", [58, 90, 143], [58, 143, 175]),  # (file+rank)*12+...
+        ("D2", [59, 142, 174], [59, 142, 91]),  # (file+7-rank)*12+...
+        # PH (pairs along a rank, left -> right): white rank 0: K then R: 5*24+0+3*2+0.
+        # Black's view: rank 7 holds K, R (theirs): 7*144 + 5*24 + 12 + 3*2 + 1.
+        ("PH", [126], [1147]),
+        # PV (pairs along a file, bottom -> top): file e: K below k: 4*144+5*24+0+5*2+1; black's
+        # view: k (ours) below K (theirs): the same index.
+        ("PV", [707], [707]),
+    ],
+)
+def test_local_and_pairwise_blocks(block: str, white: list[int], black: list[int]) -> None:
+    assert block_features(KRK, chess.WHITE, block) == white
+    assert block_features(KRK, chess.BLACK, block) == sorted(black)
+
+
+def test_mobility_bitsets_and_counts() -> None:
+    # White: K to d1 d2 e2 f1 f2 and g1 (castling); R to h2..h8, g1, f1. Black (as if to move):
+    # k to d8 f8 d7 e7 f7. square = file*8+rank.
+    king = [24, 25, 33, 40, 41, 48]
+    rook = [57, 58, 59, 60, 61, 62, 63, 48, 40]
+    black_king = [31, 47, 30, 38, 46]
+    expected = sorted(
+        [s * 12 + 10 for s in king] + [s * 12 + 6 for s in rook] + [s * 12 + 11 for s in black_king]
+    )
+    assert block_features(KRK, chess.WHITE, "MB") == expected
+    # MC offsets per role (caps 8, 15, 16, 25, 25, 8): 0, 18, 50, 84, 136, 188; every
+    # (role, colour) has one active count, 0 for absent pieces.
+    assert block_features(KRK, chess.WHITE, "MC") == [
+        0, 9, 18, 34, 50, 67, 84 + 9, 84 + 26, 136, 162, 188 + 6, 188 + 9 + 5,
+    ]  # fmt: skip
+
+
+def test_mobility_pawns_push_and_en_passant() -> None:
+    board = chess.Board("4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 2")
+    pawns = [f for f in block_features(board, chess.WHITE, "MB") if f % 12 < 2]
+    # White e5: push e6 (file 4, rank 5 -> 37) and e.p. d6 (29); black d5: push d4 (27).
+    assert pawns == sorted([37 * 12, 29 * 12, 27 * 12 + 1])
+    mc = block_features(board, chess.WHITE, "MC")
+    assert mc[:2] == [2, 9 + 1]  # pawn counts: ours 2, theirs 1
+
+
+def test_composition_offsets_and_sizes() -> None:
+    fs = parse_feature_set("all + h")
+    assert fs.name == "ALL+H" and fs.size == 864 and fs.offsets == (0, 768)
+    white, black = position_features(KRK, fs)
+    assert white.tolist() == [394, 479, 678, 768 + 58, 768 + 59, 768 + 90]
+    assert black.tolist() == [394, 479, 763, 768 + 58, 768 + 59, 768 + 91]
+    assert parse_feature_set("ALL+H+V+D1+D2+PH+PV+MB+MC").size == sum(BLOCK_SIZES.values())
+
+
+def test_perspectives_mirror_each_other() -> None:
+    board = chess.Board("r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4")
+    fs = parse_feature_set("ALL+H+V+D1+D2+PH+PV+MB+MC")
+    white, black = position_features(board, fs)
+    mirrored_white, mirrored_black = position_features(board.mirror(), fs)
+    assert np.array_equal(white, mirrored_black) and np.array_equal(black, mirrored_white)
+    assert len(white) == len(set(white.tolist()))
+
+
+@pytest.mark.parametrize("text", ["", "ALL+", "ALL+XYZ", "ALL+ALL"])
+def test_bad_feature_sets(text: str) -> None:
+    with pytest.raises(LatentChessError, match="feature"):
+        parse_feature_set(text)
