@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import chess
@@ -64,7 +64,9 @@ class AlphaBetaConfig:
         if self.nodes is not None and self.nodes < 1:
             raise EngineError(f"nodes must be positive, got {self.nodes!r}")
         if not 0 <= self.move_overhead_ms <= 10000:
-            raise EngineError(f"move overhead must lie in [0, 10000] ms, got {self.move_overhead_ms!r}")
+            raise EngineError(
+                f"move overhead must lie in [0, 10000] ms, got {self.move_overhead_ms!r}"
+            )
 
 
 def _capped(limit: chess.engine.Limit, config: AlphaBetaConfig) -> chess.engine.Limit:
@@ -126,7 +128,9 @@ class AlphaBetaEngine:
                 try:
                     value = int(value)  # type: ignore[call-overload]
                 except (TypeError, ValueError):
-                    raise EngineError(f"ab option {key!r} needs an integer, got {value!r}") from None
+                    raise EngineError(
+                        f"ab option {key!r} needs an integer, got {value!r}"
+                    ) from None
             fields[field_name] = str(value) if field_name == "evaluator" else value
         return cls(AlphaBetaConfig(**fields), name=name)  # type: ignore[arg-type]
 
@@ -156,11 +160,15 @@ class AlphaBetaEngine:
         started: float | None = None,
         move_overhead_ms: int | None = None,
         on_iteration: Callable[[SearchInfo], None] | None = None,
+        search_moves: Sequence[chess.Move] | None = None,
+        move_orders: Mapping[int, Sequence[chess.Move]] | None = None,
     ) -> SearchOutcome:
         """Search with every control the UCI session needs (see :meth:`AlphaBeta.search`).
 
         ``started`` (``time.monotonic()`` when the request arrived) charges the time already
         spent to the move overhead, so a late start never costs a game on time.
+        ``search_moves`` and ``move_orders`` are the hybrid engine's hooks (see
+        :meth:`AlphaBeta.search`).
         """
         overhead = self.config.move_overhead_ms if move_overhead_ms is None else move_overhead_ms
         if started is not None:
@@ -173,6 +181,8 @@ class AlphaBetaEngine:
             move_overhead_ms=overhead,
             stop=stop,
             on_iteration=on_iteration,
+            search_moves=search_moves,
+            move_orders=move_orders,
         )
 
     def play(self, board: chess.Board, limit: chess.engine.Limit) -> chess.Move:
