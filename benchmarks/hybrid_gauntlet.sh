@@ -2,7 +2,8 @@
 # Hybrid engines against their parts, same openings, one time per move; then BayesElo.
 #
 #   bash benchmarks/hybrid_gauntlet.sh main 100ms 16     # the modes against ab and latent
-#   bash benchmarks/hybrid_gauntlet.sh k 100ms 16        # verify with k = 1, 2, 3, 5, all vs ab
+#   bash benchmarks/hybrid_gauntlet.sh k 100ms 16        # verify with k = 1, 2, 5, all vs ab
+#   bash benchmarks/hybrid_gauntlet.sh slow 300ms 10     # the key pairs at a longer time
 #
 # Every match appends to its own PGN under benchmarks/results/hybrid/LIMIT/ and resumes from it
 # (kill and rerun the same command to continue). Openings: the project's balanced ECO sample
@@ -11,7 +12,7 @@
 # game at a time (workers 1), niced: the machine is shared.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-set_name=${1:?usage: hybrid_gauntlet.sh main|k LIMIT GAMES}
+set_name=${1:?usage: hybrid_gauntlet.sh main|slow|k LIMIT GAMES}
 limit=${2:-100ms}
 games=${3:-16}
 out=benchmarks/results/hybrid/$limit
@@ -31,6 +32,15 @@ case $set_name in
       "hybrid:mode=horizon,depth=2|ab"
     )
     ;;
+  slow)
+    pairs=(
+      "hybrid:mode=verify,k=3|ab"
+      "hybrid:mode=order|ab"
+      "latent:depth=4|ab"
+      "ab|stockfish:elo=2000"
+      "hybrid:mode=horizon,depth=2|latent:depth=4"
+    )
+    ;;
   k)
     pairs=(
       "hybrid:mode=verify,k=1|ab"
@@ -40,7 +50,7 @@ case $set_name in
     )
     ;;
   *)
-    echo "unknown set $set_name (main or k)" >&2
+    echo "unknown set $set_name (main, slow or k)" >&2
     exit 2
     ;;
 esac
