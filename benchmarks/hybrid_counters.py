@@ -5,9 +5,9 @@
 
 For each k, one :class:`HybridEngine` (verify) plays every position at a fixed time per move and
 reports its counters (played move outside the latent top k, admitted by the safety net, alpha-beta
-preferring a move outside the top k, latent tie-breaks) plus how often the move is the suite's
-best move (``bm``, or the top-scored ``c0`` move) - also for ``ab`` and the latent planner alone at
-the same time, for scale. Positions are spread over the file (every n-th line). Writes
+preferring a move outside the top k, the latent choice kept against it) and how often the move is
+the suite's best move (``bm``, or the top-scored ``c0`` move); ``ab`` and the latent planner alone
+play the same positions at the same time, for scale. Positions are spread over the file. Writes
 ``counters.json`` and ``counters.md``.
 """
 
@@ -88,13 +88,13 @@ def main(argv: list[str] | None = None) -> int:
         f"# Latent candidates overruled ({len(entries)} STS positions, {args.time} s per move)",
         "",
         "| engine | best move found | searches | latent first | outside top k | admitted "
-        "| ab prefers outside top k | latent tie-breaks |",
+        "| ab prefers outside top k | latent kept |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         c = row["counters"] or {}
         cells = [c.get(key, "") for key in ("searches", "latent_first", "outside_top_k")]
-        cells += [c.get(key, "") for key in ("admitted", "rest_better", "tie_breaks")]
+        cells += [c.get(key, "") for key in ("admitted", "rest_better", "latent_kept")]
         lines.append(
             f"| {row['engine']} | {row['best_move_found']}/{row['positions']} | "
             + " | ".join(str(cell) for cell in cells)

@@ -2,7 +2,7 @@
 # Hybrid engines against their parts, same openings, one time per move; then BayesElo.
 #
 #   bash benchmarks/hybrid_gauntlet.sh main 100ms 16     # the modes against ab and latent
-#   bash benchmarks/hybrid_gauntlet.sh k 100ms 16        # verify with k = 1, 2, 5, all vs ab
+#   bash benchmarks/hybrid_gauntlet.sh k 100ms 16        # verify with k = 3, 1, 5, all, 2 vs ab
 #   bash benchmarks/hybrid_gauntlet.sh slow 300ms 10     # the key pairs at a longer time
 #
 # Every match appends to its own PGN under benchmarks/results/hybrid/LIMIT/ and resumes from it
@@ -22,7 +22,6 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 case $set_name in
   main)
     pairs=(
-      "hybrid:mode=verify,k=3|ab"
       "hybrid:mode=order|ab"
       "hybrid:mode=horizon,depth=2|latent:depth=4"
       "latent:depth=4|ab"
@@ -43,6 +42,7 @@ case $set_name in
     ;;
   k)
     pairs=(
+      "hybrid:mode=verify,k=3|ab"
       "hybrid:mode=verify,k=1|ab"
       "hybrid:mode=verify,k=5|ab"
       "hybrid:mode=verify,k=0|ab"

@@ -11,11 +11,11 @@ Modes (see :mod:`latentchess.search.hybrid` for the seams):
 
 ``verify``
     The proposer (the latent search, iterative deepening up to ``latent_depth`` within
-    ``propose_share`` of the time) ranks the root moves. Alpha-beta searches the top ``k`` only
-    (``searchmoves``), reporting the best two lines; the move with the best validated score is
-    played, and among moves within ``tie_cp`` of it the proposer's favourite. The moves outside
-    the top k then get a second restricted search with the remaining ``rest_share`` of the time:
-    one better than the validated choice by ``admit_cp`` is admitted (the safety net).
+    ``propose_share`` of the time) ranks the root moves. Alpha-beta then searches every move;
+    when its favourite is among the proposer's top ``k`` it is played. Otherwise a second search,
+    restricted to the top k (``searchmoves``, the last ``rest_share`` of the time, the
+    transposition table warm), validates the best candidate: alpha-beta's favourite is admitted
+    only when it beats that by ``admit_cp`` (the safety net), else the candidate is played.
 ``order``
     The proposer's ranking orders the root, and one scorer batch ranks the replies to the
     proposer's first ``order_roots`` moves; alpha-beta searches every move, consulting these
@@ -73,9 +73,9 @@ class HybridConfig:
         k: root candidates validated (verify); 0 means every legal move.
         latent_depth: deepest latent iteration of the proposer (it stops earlier at its deadline).
         propose_share: share of the move's time the proposer may use (verify, order).
-        rest_share: share of the remaining time for the safety-net search (verify).
-        tie_cp: validated scores this close count as a tie, broken by the proposer's rank.
-        admit_cp: margin by which a move outside the top k must beat the validated choice.
+        rest_share: share of the remaining time for the restricted search (verify).
+        admit_cp: margin by which alpha-beta's favourite must beat the best of the top k when it
+            lies outside them (verify; otherwise the best of the top k is played).
         order_roots: root moves whose replies the scorer ranks (order).
         depth: plies of the horizon search (horizon).
         evaluator: the alpha-beta's static evaluation (``hce``, or ``pesto``).
@@ -88,7 +88,6 @@ class HybridConfig:
     latent_depth: int = 2
     propose_share: float = 0.25
     rest_share: float = 0.35
-    tie_cp: int = 10
     admit_cp: int = 50
     order_roots: int = 4
     depth: int = 2
@@ -111,7 +110,7 @@ class HybridConfig:
             value = getattr(self, name)
             if not 0.0 < value < 1.0:
                 raise EngineError(f"hybrid {name} must lie in (0, 1), got {value!r}")
-        for name in ("tie_cp", "admit_cp", "order_roots", "move_overhead_ms"):
+        for name in ("admit_cp", "order_roots", "move_overhead_ms"):
             if getattr(self, name) < 0:
                 raise EngineError(f"hybrid {name} must be >= 0, got {getattr(self, name)!r}")
 
@@ -125,10 +124,9 @@ class HybridCounters:
         latent_first: the played move was the proposer's favourite.
         outside_top_k: the played move was outside the proposer's top k.
         admitted: verify: the safety net admitted a move from outside the top k.
-        rest_better: verify: alpha-beta scored a move outside the top k above the validated
-            choice (by any margin; admitted or not).
-        tie_breaks: verify: a near-tie among validated moves was broken by the proposer's rank
-            against alpha-beta's own preference.
+        rest_better: verify: alpha-beta's own favourite was outside the top k.
+        latent_kept: verify: ... and within ``admit_cp`` of the best top-k move, which was played
+            instead (the latent view overruling alpha-beta's).
     """
 
     searches: int = 0
@@ -136,7 +134,7 @@ class HybridCounters:
     outside_top_k: int = 0
     admitted: int = 0
     rest_better: int = 0
-    tie_breaks: int = 0
+    latent_kept: int = 0
 
     def text(self) -> str:
         """One line for a UCI ``info string``."""
@@ -304,37 +302,27 @@ class HybridEngine:
         self.last_candidates = candidates
         k = len(candidates) if config.k == 0 else min(config.k, len(candidates))
         top = [c.move for c in candidates[:k]]
-        rest = [c.move for c in candidates[k:]]
         remaining = None if seconds is None else max(0.002, started + seconds - time.monotonic())
-        top_time = None if remaining is None else remaining * (1 - config.rest_share)
-        if not rest:
-            top_time = remaining
-        outcome = self.alpha_beta.search(
-            board, self._ab_limit(limit, top_time), multipv=min(2, k), search_moves=top
+        first_time = None if remaining is None else remaining * (1 - config.rest_share)
+        # Alpha-beta's own view of every move first: the safety net needs it, and when its
+        # favourite is among the latent top k there is nothing to decide.
+        full = self.alpha_beta.search(board, self._ab_limit(limit, first_time), multipv=1)
+        assert full.best_move is not None
+        if full.best_move in top:
+            return full.best_move, full
+        self.counters.rest_better += 1
+        rest_time = None if seconds is None else max(0.002, started + seconds - time.monotonic())
+        validated = self.alpha_beta.search(
+            board, self._ab_limit(limit, rest_time), multipv=1, search_moves=top
         )
-        lines = outcome.info.lines
-        rank = {c.move: c.rank for c in candidates}
-        best_score = _cp(lines[0])
-        tied = [line for line in lines if best_score - _cp(line) <= config.tie_cp]
-        chosen_line = min(tied, key=lambda line: rank[line.pv[0]])
-        if chosen_line is not lines[0]:
-            self.counters.tie_breaks += 1
-        chosen, chosen_info = chosen_line.pv[0], outcome
-        if rest:
-            rest_time = (
-                None if seconds is None else max(0.002, started + seconds - time.monotonic())
-            )
-            other = self.alpha_beta.search(
-                board, self._ab_limit(limit, rest_time), multipv=1, search_moves=rest
-            )
-            if other.info.lines:
-                other_score = _cp(other.info.lines[0])
-                if other_score > _cp(chosen_line):
-                    self.counters.rest_better += 1
-                if other_score >= _cp(chosen_line) + config.admit_cp:
-                    self.counters.admitted += 1
-                    chosen, chosen_info = other.info.lines[0].pv[0], other
-        return chosen, chosen_info
+        if not validated.info.lines or (
+            _cp(full.info.lines[0]) >= _cp(validated.info.lines[0]) + config.admit_cp
+        ):
+            self.counters.admitted += 1
+            return full.best_move, full
+        self.counters.latent_kept += 1
+        assert validated.best_move is not None
+        return validated.best_move, validated
 
     def _order(
         self, board: chess.Board, limit: chess.engine.Limit, started: float, seconds: float | None
