@@ -47,6 +47,7 @@ case $set_name in
       "hybrid:mode=verify,k=5|ab"
       "hybrid:mode=verify,k=0|ab"
       "hybrid:mode=verify,k=2|ab"
+      "hybrid:mode=order|ab"
     )
     ;;
   *)

@@ -86,9 +86,9 @@ class HybridConfig:
     mode: str = "verify"
     k: int = 3
     latent_depth: int = 2
-    propose_share: float = 0.25
-    rest_share: float = 0.35
-    admit_cp: int = 50
+    propose_share: float = 0.15
+    rest_share: float = 0.25
+    admit_cp: int = 20
     order_roots: int = 4
     depth: int = 2
     evaluator: str = "hce"
@@ -261,6 +261,8 @@ class HybridEngine:
                 ) from None
         config = HybridConfig(**fields)
         latent = LatentEngine.from_options(model, precision=precision)
+        # The first inference of a fresh model is slow (about 0.2 s): pay it here, not on move 1.
+        latent.score_boards([chess.Board()])
         return cls(
             config,
             proposer=LatentProposer(latent, depth=config.latent_depth),
