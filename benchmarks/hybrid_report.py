@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     fits: dict[str, dict[str, object]] = {}
     lines = ["# Hybrid gauntlet: BayesElo per time per move (95% intervals)", ""]
     for folder in sorted(args.root.iterdir(), key=lambda p: p.name):
+        if not re.fullmatch(r"\d+(\.\d+)?(ms|s)", folder.name):
+            continue  # earlier designs' games (v1-..., v2-...) are kept apart
         pgns = sorted(folder.glob("*.pgn")) if folder.is_dir() else []
         if not pgns:
             continue
