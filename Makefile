@@ -7,6 +7,8 @@ setup:
 demo: setup
 	@bash scripts/demo.sh
 
+# The test build treats compiler warnings in the native core as errors.
+test: export LATENTCHESS_WERROR = 1
 test: setup
 	.venv/bin/ruff check src tests benchmarks
 	.venv/bin/python -m pytest -q

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compile the native core (latentchess.core._native) in place for the editable install in .venv.
 # Build switches (LATENTCHESS_CPU, LATENTCHESS_WERROR, LATENTCHESS_SANITIZE, LATENTCHESS_DEBUG)
-# are documented in setup.py and README "Native core".
+# are documented in README "Native core" (setup.py always recompiles everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v "${CXX:-g++}" >/dev/null 2>&1 && ! command -v c++ >/dev/null 2>&1; then

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 [ -x /usr/games/stockfish ] || command -v stockfish >/dev/null 2>&1 || need_apt+=(stockfish)
 [ -f /usr/share/pgn-extract/eco.pgn ] || need_apt+=(pgn-extract)
+# g++ compiles the native core (latentchess.core._native).
+command -v "${CXX:-g++}" >/dev/null 2>&1 || command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing ${need_apt[*]} with apt-get"
     SUDO=""
@@ -21,6 +23,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 stamp=.venv/.latentchess-installed
+native_stamp=.venv/.latentchess-native-built
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     echo "setup: installing torch==2.13.0 (CPU) and latentchess into .venv"
     .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
@@ -29,10 +32,11 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/python -m pip install -q -e '.[dev]' 2>&1 | grep -v '^WARNING: Location' || true
     .venv/bin/python -c "import torch, latentchess; assert torch.__version__.startswith('2.13.0')"
     touch "$stamp"
+    # pip built the native core too (pyproject.toml's build step); no second compile below.
+    if ls src/latentchess/core/_native*.so >/dev/null 2>&1; then touch "$native_stamp"; fi
 fi
 # The native core (latentchess.core._native, C++ in src/latentchess/core/cpp): rebuilt in place
 # whenever a C++ source or setup.py is newer than the last build (editable installs do not).
-native_stamp=.venv/.latentchess-native-built
 if [ ! -f "$native_stamp" ] || [ -n "$(find src/latentchess/core/cpp setup.py -newer "$native_stamp" -print -quit)" ] \
     || ! ls src/latentchess/core/_native*.so >/dev/null 2>&1; then
     bash scripts/build_native.sh

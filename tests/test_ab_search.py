@@ -118,11 +118,12 @@ def test_node_and_time_limits(engine: AlphaBeta) -> None:
 def test_stop_signal_and_plain_event_end_an_infinite_search(engine: AlphaBeta) -> None:
     for stop in (StopSignal(), threading.Event()):
         infos: list[core_search.SearchInfo] = []
-        thread = threading.Thread(
-            target=lambda s=stop: engine.search(
-                chess.Board(), chess.engine.Limit(), infinite=True, stop=s, on_iteration=infos.append
-            )
-        )
+
+        def search(signal: threading.Event = stop, seen: list = infos) -> None:
+            board, limit = chess.Board(), chess.engine.Limit()
+            engine.search(board, limit, infinite=True, stop=signal, on_iteration=seen.append)
+
+        thread = threading.Thread(target=search)
         thread.start()
         time.sleep(0.3)
         began = time.monotonic()
@@ -179,3 +180,11 @@ def test_bench_signature_is_stable() -> None:
     assert first.positions == len(BENCH_POSITIONS) == 32
     assert first.nodes == second.nodes and first.moves == second.moves
     assert first.nodes > 10_000
+
+
+def test_a_stop_before_the_search_still_completes_depth_one(engine: AlphaBeta) -> None:
+    stop = StopSignal()
+    stop.set()
+    board = chess.Board("r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4")
+    outcome = engine.search(board, chess.engine.Limit(), infinite=True, stop=stop)
+    assert outcome.info.depth == 1 and outcome.best_move == chess.Move.from_uci("h5f7")

@@ -9,8 +9,8 @@ import time
 
 import chess
 import chess.engine
-from evaluation_fixtures import require_stockfish
 
+from evaluation_fixtures import require_stockfish
 from latentchess.engines.ab import AlphaBetaEngine
 from latentchess.evaluation.limits import parse_limit
 from latentchess.evaluation.match import MatchConfig, Player, run_match
@@ -112,7 +112,8 @@ def test_clocked_game_over_a_pipe_never_flags_or_plays_illegal() -> None:
     increment = 0.02
     board = chess.Board()
     with chess.engine.SimpleEngine.popen_uci(command, timeout=30) as engine:
-        engine.configure({"Move Overhead": 30})
+        # The default 30 ms covers the pipe on an idle machine; the test machine may be crowded.
+        engine.configure({"Move Overhead": 100})
         while not board.is_game_over(claim_draw=True) and len(board.move_stack) < 40:
             limit = chess.engine.Limit(
                 white_clock=clocks[chess.WHITE],
@@ -140,3 +141,17 @@ def test_short_match_against_stockfish() -> None:
     assert len(result.games) == 2
     for game in result.games:
         assert game.termination in ("normal", "adjudication"), game
+
+
+def test_cli_bestmove_analyse_and_bench(capsys) -> None:
+    from latentchess.cli import main
+
+    fen = "r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4"
+    assert main(["bestmove", fen, "--engine", "ab", "--depth", "3"]) == 0
+    assert capsys.readouterr().out.split()[0] == "h5f7"
+    assert main(["analyse", fen, "--engine", "ab", "--depth", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "Qxf7#" in out and "mate 1" in out
+    assert main(["bench", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "Nodes searched" in out and "Nodes/second" in out

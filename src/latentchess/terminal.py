@@ -14,6 +14,7 @@ import chess
 import chess.engine
 
 if TYPE_CHECKING:
+    from latentchess.engines.base import Engine
     from latentchess.engines.latent import LatentEngine
 
 __all__ = ["render", "parse_move", "play_terminal"]
@@ -78,7 +79,7 @@ def _outcome_text(board: chess.Board) -> str | None:
 
 
 def play_terminal(
-    engine: LatentEngine,
+    engine: LatentEngine | Engine,
     *,
     human: chess.Color,
     board: chess.Board | None = None,
@@ -98,7 +99,9 @@ def play_terminal(
     """
     board = board or chess.Board()
     limit = limit or chess.engine.Limit()
-    engine.new_game()
+    new_game = getattr(engine, "new_game", None)
+    if new_game is not None:
+        new_game()
 
     def say(text: str = "") -> None:
         output.write(text + "\n")
@@ -112,6 +115,16 @@ def play_terminal(
         if finished is not None:
             say(finished)
             return board.outcome(claim_draw=True).result()  # type: ignore[union-attr]
+        if board.turn != human and not hasattr(engine, "pov_score"):  # any other Engine
+            analysis = engine.analyse(board, limit)
+            assert analysis.best_move is not None
+            score = f"#{analysis.mate}" if analysis.mate is not None else f"{analysis.score_cp}cp"
+            say(
+                f"{engine.name} plays {board.san(analysis.best_move)} "
+                f"(score {score}, depth {analysis.depth}, {analysis.time_s:.1f}s)"
+            )
+            board.push(analysis.best_move)
+            continue
         if board.turn != human:
             result = engine.search(board, limit)
             assert result.move is not None

@@ -293,7 +293,7 @@ class Board:
             with_tokens
         )
         return Expansion(
-            moves=[move_from_bits(int(bits)) for bits in moves],
+            moves=[move_from_bits(bits) for bits in moves.tolist()],
             keys=keys,
             status=status,
             in_check=in_check.astype(np.bool_),

@@ -23,6 +23,7 @@ from latentchess.errors import EngineError
 
 __all__ = [
     "EVALUATORS",
+    "PRUNING",
     "AlphaBeta",
     "SearchInfo",
     "SearchLine",
@@ -30,6 +31,13 @@ __all__ = [
     "StopSignal",
     "native_position",
 ]
+
+PRUNING = {
+    "rfp": "reverse_futility_pruning",
+    "lmp": "late_move_pruning",
+    "see": "see_pruning",
+}
+"""Pruning that can be switched off to measure it: short name -> native switch."""
 
 EVALUATORS = ("hce", "pesto")
 """Evaluators built into the core: the hand-crafted evaluation, and its PeSTO tables alone."""
@@ -61,7 +69,7 @@ def native_position(board: chess.Board) -> Any:
 
 
 class StopSignal(threading.Event):
-    """A ``threading.Event`` that also stops the native search watching it, within ~1 ms."""
+    """A ``threading.Event`` that also stops the native search watching it (within 256 nodes)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -139,6 +147,8 @@ class SearchOutcome:
         info: the last completed iteration.
         nodes: all nodes searched, the interrupted last iteration included.
         time_s: wall time of the native search.
+        soft_s: the time manager's target for this search (None without a time limit).
+        hard_s: the time manager's hard limit (None without a time limit).
     """
 
     best_move: chess.Move | None
@@ -146,6 +156,8 @@ class SearchOutcome:
     info: SearchInfo
     nodes: int
     time_s: float
+    soft_s: float | None = None
+    hard_s: float | None = None
 
 
 def _info(raw: dict[str, Any], board: chess.Board) -> SearchInfo:
@@ -213,6 +225,7 @@ class AlphaBeta:
         on_iteration: Callable[[SearchInfo], None] | None = None,
         search_moves: Sequence[chess.Move] | None = None,
         move_orders: Mapping[int, Sequence[chess.Move]] | None = None,
+        disabled_pruning: frozenset[str] = frozenset(),
     ) -> SearchOutcome:
         """Search ``board`` within ``limit`` (depth, nodes, time, clocks, mate).
 
@@ -229,12 +242,17 @@ class AlphaBeta:
                 or empty: all.
             move_orders: (hybrid) Polyglot key -> that position's moves best first, consulted at
                 the first plies: listed quiet moves are tried in this order and reduced by rank.
+            disabled_pruning: names of :data:`PRUNING` switched off (for measurements).
         """
         native = _native()
         limits = native.SearchLimits()
         limits.multipv = max(1, int(multipv))
         limits.infinite = bool(infinite)
         limits.move_overhead_ms = max(0, int(move_overhead_ms))
+        for name in disabled_pruning:
+            if name not in PRUNING:
+                raise EngineError(f"unknown pruning {name!r}; known: {', '.join(PRUNING)}")
+            setattr(limits, PRUNING[name], False)
         if limit.depth is not None:
             limits.depth = max(1, int(limit.depth))
         if limit.nodes is not None:
@@ -273,4 +291,6 @@ class AlphaBeta:
             info=_info(raw, board),
             nodes=raw["total_nodes"],
             time_s=raw["total_time_ms"] / 1000.0,
+            soft_s=raw["soft_ms"] / 1000.0 if raw["soft_ms"] >= 0 else None,
+            hard_s=raw["hard_ms"] / 1000.0 if raw["hard_ms"] >= 0 else None,
         )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import chess
 import chess.engine
 
-from latentchess.core.search import EVALUATORS, AlphaBeta, SearchInfo, SearchOutcome
+from latentchess.core.search import EVALUATORS, PRUNING, AlphaBeta, SearchInfo, SearchOutcome
 from latentchess.engines.base import Analysis, MoveScore
 from latentchess.errors import EngineError
 
@@ -36,6 +36,7 @@ class AlphaBetaConfig:
         depth: a cap on every search's depth (None: none).
         nodes: a cap on every search's nodes (None: none).
         move_overhead_ms: kept back from clocks and move times (transmission, set-up).
+        no_pruning: pruning switched off (names of ``PRUNING``: rfp, lmp, see), to measure it.
     """
 
     evaluator: str = "hce"
@@ -45,8 +46,12 @@ class AlphaBetaConfig:
     depth: int | None = None
     nodes: int | None = None
     move_overhead_ms: int = 10
+    no_pruning: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
+        unknown = sorted(set(self.no_pruning) - set(PRUNING))
+        if unknown:
+            raise EngineError(f"unknown pruning {unknown!r}; known: {', '.join(PRUNING)}")
         if self.evaluator not in EVALUATORS:
             raise EngineError(
                 f"unknown evaluator {self.evaluator!r}; known: {', '.join(EVALUATORS)}"
@@ -104,7 +109,7 @@ class AlphaBetaEngine:
     @classmethod
     def from_options(cls, name: str = "ab", **options: object) -> AlphaBetaEngine:
         """Build from spec keys: ``eval``, ``hash``, ``threads``, ``multipv``, ``depth``,
-        ``nodes``, ``overhead``.
+        ``nodes``, ``overhead``, and ``rfp``/``lmp``/``see`` = 0 to switch a pruning off.
 
         Raises:
             EngineError: on an unknown key or a bad value.
@@ -120,7 +125,14 @@ class AlphaBetaEngine:
             "overhead": "move_overhead_ms",
         }
         fields: dict[str, object] = {}
+        disabled: set[str] = set()
         for key, value in options.items():
+            if key.lower() in PRUNING:
+                if str(value).lower() not in ("0", "1", "false", "true"):
+                    raise EngineError(f"ab option {key!r} must be 0 or 1, got {value!r}")
+                if str(value).lower() in ("0", "false"):
+                    disabled.add(key.lower())
+                continue
             field_name = keys.get(key.lower())
             if field_name is None:
                 raise EngineError(f"unknown ab option {key!r}; known: {', '.join(sorted(keys))}")
@@ -132,6 +144,7 @@ class AlphaBetaEngine:
                         f"ab option {key!r} needs an integer, got {value!r}"
                     ) from None
             fields[field_name] = str(value) if field_name == "evaluator" else value
+        fields["no_pruning"] = frozenset(disabled)
         return cls(AlphaBetaConfig(**fields), name=name)  # type: ignore[arg-type]
 
     # -- protocol -------------------------------------------------------------------------------
@@ -183,6 +196,7 @@ class AlphaBetaEngine:
             on_iteration=on_iteration,
             search_moves=search_moves,
             move_orders=move_orders,
+            disabled_pruning=self.config.no_pruning,
         )
 
     def play(self, board: chess.Board, limit: chess.engine.Limit) -> chess.Move:

@@ -45,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     _position_arguments(best)
     _search_arguments(best)
+    _engine_argument(best)
     best.add_argument("--json", action="store_true", help="print a JSON object instead")
     best.set_defaults(func=_bestmove)
 
@@ -59,6 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     _position_arguments(analyse)
     _search_arguments(analyse)
+    _engine_argument(analyse)
     analyse.add_argument("--json", action="store_true", help="print JSON instead of a table")
     analyse.set_defaults(func=_analyse)
 
@@ -86,6 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     play.add_argument("--fen", help="start from this position instead of the standard one")
     _search_arguments(play)
+    _engine_argument(play)
     play.set_defaults(func=_play)
 
 
@@ -111,6 +114,115 @@ def _search_arguments(parser: argparse.ArgumentParser, *, limits: bool = True) -
     if limits:
         parser.add_argument("--time", type=float, metavar="SECONDS", help="time limit per move")
         parser.add_argument("--nodes", type=int, help="limit on positions embedded per move")
+
+
+def _engine_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--engine",
+        metavar="SPEC",
+        help="use this engine spec instead of the latent engine, e.g. 'ab' or 'ab:hash=64' "
+        "(--depth, --time, --nodes give its limit)",
+    )
+
+
+def _spec_limit(args: argparse.Namespace) -> chess.engine.Limit:
+    import chess.engine
+
+    if args.time is None and args.nodes is None:
+        return chess.engine.Limit(depth=args.depth)
+    return chess.engine.Limit(time=args.time, nodes=args.nodes)
+
+
+def _spec_bestmove(args: argparse.Namespace, board: chess.Board) -> int:
+    from latentchess.engines.registry import create_engine
+
+    engine = create_engine(args.engine)
+    try:
+        analysis = engine.analyse(board, _spec_limit(args))
+    finally:
+        engine.close()
+    score = f"mate {analysis.mate}" if analysis.mate is not None else f"cp {analysis.score_cp}"
+    move = analysis.best_move
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "fen": board.fen(),
+                    "bestmove": move.uci() if move else None,
+                    "san": board.san(move) if move else None,
+                    "score": score,
+                    "pv": [m.uci() for m in analysis.pv],
+                    "depth": analysis.depth,
+                    "nodes": analysis.nodes,
+                    "time_s": analysis.time_s,
+                }
+            )
+        )
+        return 0
+    print(move.uci() if move else "0000")
+    print(
+        f"depth {analysis.depth} score {score} nodes {analysis.nodes} "
+        f"time {analysis.time_s:.2f}s pv {' '.join(m.uci() for m in analysis.pv)}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _spec_analyse(args: argparse.Namespace, board: chess.Board) -> int:
+    import chess
+
+    from latentchess.engines.ab import AlphaBetaEngine
+    from latentchess.engines.registry import create_engine
+
+    engine = create_engine(args.engine)
+    try:
+        if isinstance(engine, AlphaBetaEngine):  # every legal move, as a MultiPV search
+            outcome = engine.search(board, _spec_limit(args), multipv=board.legal_moves.count())
+            lines = [
+                (line.pv, f"mate {line.mate}" if line.mate is not None else f"cp {line.score_cp}")
+                for line in outcome.info.lines
+            ]
+            depth, nodes, seconds = outcome.info.depth, outcome.nodes, outcome.time_s
+        else:
+            analysis = engine.analyse(board, _spec_limit(args))
+            score = (
+                f"mate {analysis.mate}" if analysis.mate is not None else f"cp {analysis.score_cp}"
+            )
+            lines = [(analysis.pv, score)] if analysis.pv else []
+            depth, nodes, seconds = analysis.depth, analysis.nodes, analysis.time_s
+    finally:
+        engine.close()
+    rows = [
+        {
+            "rank": rank,
+            "move": pv[0].uci(),
+            "san": board.san(pv[0]),
+            "score": score,
+            "pv": [m.uci() for m in pv],
+        }
+        for rank, (pv, score) in enumerate(lines, 1)
+    ]
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "fen": board.fen(),
+                    "depth": depth,
+                    "nodes": nodes,
+                    "time_s": seconds,
+                    "moves": rows,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(f"{board.fen()}  ({'White' if board.turn else 'Black'} to move)")
+    print(f"{args.engine}: depth {depth}  nodes {nodes}  time {seconds:.2f}s")
+    print(f"{'rank':>4}  {'move':<7} {'score':>10}  pv")
+    for row in rows:
+        pv = board.variation_san([chess.Move.from_uci(m) for m in row["pv"]])
+        print(f"{row['rank']:>4}  {row['san']:<7} {row['score']:>10}  {pv}")
+    return 0
 
 
 def _position_arguments(parser: argparse.ArgumentParser) -> None:
@@ -177,6 +289,8 @@ def _uci(args: argparse.Namespace) -> int:
 
 def _bestmove(args: argparse.Namespace) -> int:
     board = _board(args)
+    if args.engine:
+        return _spec_bestmove(args, board)
     engine = _engine(args)
     result = engine.search(board, _limit(args))
     score = engine.pov_score(result.value, board.turn).relative
@@ -210,6 +324,8 @@ def _analyse(args: argparse.Namespace) -> int:
     from latentchess.engines.latent import ranked_root_moves
 
     board = _board(args)
+    if args.engine:
+        return _spec_analyse(args, board)
     engine = _engine(args)
     result = engine.search(board, _limit(args), exact_root=True)
     rows: list[dict[str, Any]] = []
@@ -280,12 +396,18 @@ def _play(args: argparse.Namespace) -> int:
     color = {"white": chess.WHITE, "black": chess.BLACK}.get(args.color)
     if color is None:
         color = random.choice([chess.WHITE, chess.BLACK])
-    engine = _engine(args)
+    if args.engine:
+        from latentchess.engines.registry import create_engine
+
+        engine: Any = create_engine(args.engine)
+        limit = _spec_limit(args)
+    else:
+        engine, limit = _engine(args), _limit(args)
     play_terminal(
         engine,
         human=color,
         board=board,
-        limit=_limit(args),
+        limit=limit,
         input_stream=sys.stdin,
         output=sys.stdout,
     )

@@ -351,7 +351,7 @@ ENGINES: dict[str, EngineKind] = {
         ),
         EngineKind(
             name="ab",
-            summary="our alpha-beta engine (C++ core): ab[:eval=hce|material,depth=N,hash=MB,...]",
+            summary="our alpha-beta engine (C++ core): ab[:eval=hce|pesto,depth=N,hash=MB,...]",
             build=_build_ab,
         ),
         EngineKind(

@@ -462,7 +462,9 @@ class UciSession:
                 search.stop.set()  # after ponderhit: the clock's soft limit, as in a timed go
 
         try:
-            move, ponder = self._search_with(engine, search, limit, infinite, received, on_iteration)
+            move, ponder = self._search_with(
+                engine, search, limit, infinite, received, on_iteration
+            )
         except Exception as error:  # never die mid-game: play something legal
             self.info(f"search failed ({type(error).__name__}: {error}); playing a legal move")
             move, ponder = next(iter(board.legal_moves)), None

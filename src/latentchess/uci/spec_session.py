@@ -31,10 +31,7 @@ _FALLBACK_INFINITE_DEPTH = 6
 
 def format_search_info(info: Any, line: Any) -> str:
     """An ``info`` line for one principal variation of one iteration (a native search)."""
-    if line.mate is not None:
-        score = f"mate {line.mate}"
-    else:
-        score = f"cp {line.score_cp}"
+    score = f"mate {line.mate}" if line.mate is not None else f"cp {line.score_cp}"
     if line.bound == "lower":
         score += " lowerbound"
     elif line.bound == "upper":

@@ -254,6 +254,7 @@ bool Position::is_pseudo_legal(Move move) const {
     const Square from = move.from(), to = move.to();
     const PieceType promotion = move.promotion();
     const Color us = side_;
+    if (move.bits() >> 15) return false;  // bit 15 is not part of any move
     if (from == to || !(pieces(us) & square_bb(from)) || (pieces(us) & square_bb(to))) return false;
     if (promotion == Pawn || promotion == King || promotion > King) return false;
     const PieceType type = piece_type_on(from);

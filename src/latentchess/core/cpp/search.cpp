@@ -20,7 +20,10 @@
 namespace latentchess::core {
 namespace {
 
-constexpr std::int64_t kNodesPerCheck = 1024;
+// The stop flag and the clock are read every kNodesPerCheck nodes (well under a millisecond at
+// this engine's speed); a Python poll, which needs the GIL, every kNodesPerPoll.
+constexpr std::uint64_t kNodesPerCheck = 256;
+constexpr std::uint64_t kNodesPerPoll = 1024;
 
 bool is_mate_score(int score) { return std::abs(score) >= kMateInMaxPly; }
 
@@ -108,11 +111,12 @@ bool Search::has_non_pawn_material(Color color) const {
 
 bool Search::should_stop() {
   if (stopped_) return true;
+  if (completed_depth_ == 0) return false;  // depth 1 always completes (a few hundred nodes)
   if (limits_.nodes != 0 && nodes_ >= limits_.nodes) return stopped_ = true;
   if ((nodes_ & (kNodesPerCheck - 1)) != 0) return false;
   if (stop_requested_.load(std::memory_order_relaxed)) return stopped_ = true;
   if (time_.past_hard_limit()) return stopped_ = true;
-  if (poll_ && poll_()) return stopped_ = true;
+  if (poll_ && (nodes_ & (kNodesPerPoll - 1)) == 0 && poll_()) return stopped_ = true;
   return false;
 }
 
@@ -214,6 +218,7 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
       }
       break;
     }
+    completed_depth_ = depth;
     result.last = report(depth, lines);
     if (on_iteration) on_iteration(result.last);
 
@@ -233,6 +238,8 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
   if (root_moves_[0].pv.size() > 1) result.ponder_move = root_moves_[0].pv[1];
   result.nodes = nodes_;
   result.time_ms = time_.elapsed_ms();
+  result.soft_ms = time_.soft_ms();
+  result.hard_ms = time_.hard_ms();
   return result;
 }
 
@@ -358,7 +365,10 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   const Color us = position_.side_to_move();
   if (!pv_node && !in_check && !is_mate_score(beta)) {
     // Reverse futility: far above beta at low depth, a quiet move will not bring it back.
-    if (depth <= 6 && static_eval - 85 * (depth - improving) >= beta) return static_eval;
+    if (limits_.reverse_futility_pruning && depth <= 6 &&
+        static_eval - 85 * (depth - improving) >= beta) {
+      return static_eval;
+    }
 
     // Null move: if passing still holds beta, a real move would too (not in zugzwang-prone
     // pawn endings).
@@ -399,11 +409,12 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     bool prune_unless_check = false;
     if (ply > 0 && best > -kMateInMaxPly && has_non_pawn_material(us) && !in_check) {
       // Late-move pruning: quiet moves this late rarely matter.
-      if (quiet && depth <= 7 && quiet_count >= (3 + depth * depth) / (improving ? 1 : 2)) {
+      if (limits_.late_move_pruning && quiet && depth <= 7 &&
+          quiet_count >= (3 + depth * depth) / (improving ? 1 : 2)) {
         prune_unless_check = true;
       }
       // SEE pruning: a move that loses too much material.
-      if (!prune_unless_check && depth <= 6 && move_number > 1) {
+      if (limits_.see_pruning && !prune_unless_check && depth <= 6 && move_number > 1) {
         const int threshold = tactical ? -100 * depth : -25 * depth * depth;
         prune_unless_check = !see_at_least(position_, move, threshold);
       }

@@ -9,7 +9,9 @@
 // - Scores are centipawns from the side to move's view; |score| >= kMateInMaxPly is a mate
 //   (kMate - |score| plies away). Draws (repetition including the game history before the root,
 //   fifty moves, insufficient material, stalemate) score kDraw.
-// - A search stops within ~1024 nodes of a stop request, the hard time limit or the node limit;
+// - Depth 1 always completes, so the move played is never unsearched. After it, a search stops
+//   within ~256 nodes of a stop request or the hard time limit (~1024 nodes of a polled Python
+//   event), at once at the node limit;
 //   results of an interrupted iteration are used only for moves whose search completed.
 // - Given the same position, limits without time, and the same table contents, the search is
 //   deterministic (node counts included): `bench` relies on it.
@@ -55,6 +57,8 @@ struct SearchResult {
   IterationReport last;  // the last completed iteration (lines may be empty: no legal move)
   std::uint64_t nodes = 0;  // all nodes, the interrupted iteration included
   std::int64_t time_ms = 0;
+  std::int64_t soft_ms = -1;  // the time manager's budgets (-1: none), for measurements
+  std::int64_t hard_ms = -1;
 };
 
 using IterationCallback = std::function<void(const IterationReport&)>;
@@ -119,6 +123,7 @@ class Search {
   HistoryTable history_;
   std::uint64_t nodes_ = 0;
   int seldepth_ = 0;
+  int completed_depth_ = 0;
   bool stopped_ = false;
 };
 

@@ -122,6 +122,8 @@ py::dict run_search(SearchEngine& engine, const Position& position, const Search
                                                : py::object(py::str(result.ponder_move.to_uci()));
   out["total_nodes"] = result.nodes;
   out["total_time_ms"] = result.time_ms;
+  out["soft_ms"] = result.soft_ms;
+  out["hard_ms"] = result.hard_ms;
   return out;
 }
 
@@ -168,7 +170,10 @@ void bind_search(py::module_& module) {
           py::arg("key"), py::arg("moves"),
           "External order (best first) of the moves of the position with this Polyglot key.")
       .def_property_readonly("move_order_count",
-                             [](const SearchLimits& self) { return self.move_orders.size(); });
+                             [](const SearchLimits& self) { return self.move_orders.size(); })
+      .def_readwrite("reverse_futility_pruning", &SearchLimits::reverse_futility_pruning)
+      .def_readwrite("late_move_pruning", &SearchLimits::late_move_pruning)
+      .def_readwrite("see_pruning", &SearchLimits::see_pruning);
 
   py::class_<SearchEngine>(module, "SearchEngine",
                            "Alpha-beta search owning its transposition table and evaluator.")

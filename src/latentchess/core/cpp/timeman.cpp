@@ -15,7 +15,8 @@ TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start) : 
   const std::int64_t overhead = std::max(0, limits.move_overhead_ms);
   if (limits.movetime_ms >= 0) {
     hard_ms_ = std::max<std::int64_t>(1, limits.movetime_ms - overhead);
-    soft_ms_ = hard_ms_ * 2;  // a fixed move time is used in full: iterations stop at hard_ms
+    soft_ms_ = hard_ms_;
+    iteration_ms_ = hard_ms_;
   }
   if (limits.time_left_ms >= 0) {
     const std::int64_t usable = std::max<std::int64_t>(1, limits.time_left_ms - overhead);
@@ -28,6 +29,7 @@ TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start) : 
     const std::int64_t soft = std::min(budget, hard);
     hard_ms_ = hard_ms_ >= 0 ? std::min(hard_ms_, hard) : hard;
     soft_ms_ = soft_ms_ >= 0 ? std::min(soft_ms_, soft) : soft;
+    iteration_ms_ = iteration_ms_ >= 0 ? std::min(iteration_ms_, soft / 2) : soft / 2;
   }
 }
 

@@ -34,6 +34,10 @@ struct SearchLimits {
   // External move orders by position key (best first), consulted at nodes of ply <= 2: listed
   // quiet moves are tried in this order after captures and killers' slot, and reduced by rank.
   std::unordered_map<std::uint64_t, std::vector<Move>> move_orders;
+  // Pruning switches, for measuring what each one gains (all on in play).
+  bool reverse_futility_pruning = true;
+  bool late_move_pruning = true;
+  bool see_pruning = true;
 };
 
 class TimeManager {
@@ -45,9 +49,11 @@ class TimeManager {
   std::int64_t elapsed_ms() const;
   bool has_deadline() const { return hard_ms_ >= 0; }
   bool past_hard_limit() const { return hard_ms_ >= 0 && elapsed_ms() >= hard_ms_; }
-  // Whether another iteration should start, given how much of the soft budget is used.
-  bool may_start_iteration() const { return soft_ms_ < 0 || elapsed_ms() < soft_ms_ / 2; }
-  bool past_soft_limit() const { return soft_ms_ >= 0 && elapsed_ms() >= soft_ms_; }
+  // Whether another iteration should start (one that starts past half the target rarely ends
+  // before it; a fixed move time is used in full).
+  bool may_start_iteration() const {
+    return iteration_ms_ < 0 || elapsed_ms() < iteration_ms_;
+  }
   std::int64_t soft_ms() const { return soft_ms_; }
   std::int64_t hard_ms() const { return hard_ms_; }
 
@@ -55,6 +61,7 @@ class TimeManager {
   Clock::time_point start_;
   std::int64_t soft_ms_ = -1;
   std::int64_t hard_ms_ = -1;
+  std::int64_t iteration_ms_ = -1;
 };
 
 }  // namespace latentchess::core
