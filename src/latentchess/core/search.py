@@ -11,13 +11,14 @@ event the search polls it (about every thousand nodes).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import chess
 import chess.engine
 
+from latentchess.core.board import move_to_bits
 from latentchess.errors import EngineError
 
 __all__ = [
@@ -227,6 +228,8 @@ class AlphaBeta:
         move_overhead_ms: int = 30,
         stop: threading.Event | None = None,
         on_iteration: Callable[[SearchInfo], None] | None = None,
+        search_moves: Sequence[chess.Move] | None = None,
+        move_orders: Mapping[int, Sequence[chess.Move]] | None = None,
         disabled_pruning: frozenset[str] = frozenset(),
     ) -> SearchOutcome:
         """Search ``board`` within ``limit`` (depth, nodes, time, clocks, mate).
@@ -240,6 +243,10 @@ class AlphaBeta:
             stop: ends the search early when set (a :class:`StopSignal` at once, any other
                 event within about a thousand nodes).
             on_iteration: called after each completed iteration, on the searching thread.
+            search_moves: (hybrid) search only these root moves (UCI ``searchmoves``); ``None``
+                or empty: all.
+            move_orders: (hybrid) Polyglot key -> that position's moves best first, consulted at
+                the first plies: listed quiet moves are tried in this order and reduced by rank.
             disabled_pruning: names of :data:`PRUNING` switched off (for measurements).
         """
         native = _native()
@@ -265,6 +272,11 @@ class AlphaBeta:
             limits.time_left_ms = max(0, int(clock * 1000))
             limits.increment_ms = max(0, int((increment or 0.0) * 1000))
             limits.moves_to_go = int(limit.remaining_moves or 0)
+
+        if search_moves:
+            limits.search_moves = [move_to_bits(move) for move in search_moves]
+        for key, moves in (move_orders or {}).items():
+            limits.set_move_order(int(key), [move_to_bits(move) for move in moves])
 
         callback = None
         if on_iteration is not None:

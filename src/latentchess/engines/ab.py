@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import chess
@@ -184,11 +184,15 @@ class AlphaBetaEngine:
         started: float | None = None,
         move_overhead_ms: int | None = None,
         on_iteration: Callable[[SearchInfo], None] | None = None,
+        search_moves: Sequence[chess.Move] | None = None,
+        move_orders: Mapping[int, Sequence[chess.Move]] | None = None,
     ) -> SearchOutcome:
         """Search with every control the UCI session needs (see :meth:`AlphaBeta.search`).
 
         ``started`` (``time.monotonic()`` when the request arrived) charges the time already
         spent to the move overhead, so a late start never costs a game on time.
+        ``search_moves`` and ``move_orders`` are the hybrid engine's hooks (see
+        :meth:`AlphaBeta.search`).
         """
         overhead = self.config.move_overhead_ms if move_overhead_ms is None else move_overhead_ms
         if started is not None:
@@ -201,6 +205,8 @@ class AlphaBetaEngine:
             move_overhead_ms=overhead,
             stop=stop,
             on_iteration=on_iteration,
+            search_moves=search_moves,
+            move_orders=move_orders,
             disabled_pruning=self.config.no_pruning,
         )
 

@@ -19,6 +19,7 @@ Examples::
     latent:depth=4,width=3,mode=beam,model=DIR   our engine (LatentEngine.from_options)
     ab:eval=hce,depth=10,hash=64                our alpha-beta engine (AlphaBetaEngine)
     chessformer:mode=value,elo=1800   the Chessformer's policy or one-ply value (no search)
+    hybrid:mode=verify,k=3                      latent proposes, alpha-beta validates (HybridEngine)
 
 ``name=TEXT`` in any spec sets the display name used in PGN headers (default: the spec itself).
 Keys of the built-in kinds are case-insensitive; UCI option names are matched case-insensitively
@@ -298,6 +299,13 @@ def _build_chessformer(spec: EngineSpec) -> Engine:
     return engine
 
 
+def _build_hybrid(spec: EngineSpec) -> Engine:
+    _no_args(spec)
+    from latentchess.engines.hybrid import HybridEngine  # imports torch: only when asked for
+
+    return HybridEngine.from_options(spec.name, **spec.params)
+
+
 def _coerce(value: str) -> str | int | float | bool:
     """``"4"`` -> 4, ``"0.5"`` -> 0.5, ``"true"`` -> True; anything else stays a string."""
     if re.fullmatch(r"[+-]?\d+", value):
@@ -366,6 +374,11 @@ ENGINES: dict[str, EngineKind] = {
             name="ab",
             summary="our alpha-beta engine (C++ core): ab[:eval=hce|pesto,depth=N,hash=MB,...]",
             build=_build_ab,
+        ),
+        EngineKind(
+            name="hybrid",
+            summary="latent + alpha-beta: hybrid[:mode=verify|order|horizon,k=N,eval=hce,...]",
+            build=_build_hybrid,
         ),
         EngineKind(
             name="latent",

@@ -34,7 +34,9 @@ the plain Zobrist hash.
 
 Modules: ``base`` (settings, results, value scale), ``cache`` (the embedding cache), ``tree`` (one
 fixed-depth search: child generation, minimax with cutoffs, beam), ``searcher`` (iterative
-deepening under time, node and stop limits).
+deepening under time, node and stop limits), ``hybrid`` (the seams where the latent scorer meets
+the native alpha-beta: ``BatchScorer``, ``CandidateProposer``, ply-1 move orders and the
+latent-leaf horizon search; imported on its own, as it needs the native core).
 """
 
 from latentchess.search.base import (

@@ -78,6 +78,8 @@ class SpecSession(UciSession):
             "option name MultiPV type spin default 1 min 1 max 256",
             f"option name Move Overhead type spin default {self.move_overhead_ms} min 0 max 10000",
             "option name Clear Hash type button",
+            # Engines may declare their own options (the hybrid engine: its mode and k).
+            *getattr(self._spec_engine, "uci_option_lines", list)(),
         ] + (
             [f"option name EvalFile type string default {self._spec_engine.config.evaluator}"]
             if hasattr(self._spec_engine, "set_evaluator")
@@ -107,13 +109,21 @@ class SpecSession(UciSession):
             self._new_game()
             return
         if name == "evalfile" and hasattr(self._spec_engine, "set_evaluator"):
-            try:  # nnue, hce, material or an NNUE model directory
+            try:  # nnue, hce, pesto or an NNUE model directory
                 self._spec_engine.set_evaluator(value)
             except LatentChessError as error:
                 self.info(f"EvalFile {value!r} refused: {error}")
             return
         if name in ("ponder", "uci_showwdl", "uci_analysemode"):
             return  # GUIs set these unasked; nothing to do
+        engine_option = getattr(self._spec_engine, "set_uci_option", None)
+        if name not in spins and engine_option is not None:
+            try:
+                if engine_option(command.name.strip(), value):
+                    return
+            except LatentChessError as error:
+                self.info(str(error))
+                return
         if name not in spins:
             self.info(f"unknown option {command.name!r}")
             return
@@ -196,6 +206,9 @@ class SpecSession(UciSession):
             f"info depth {analysis.depth}{score} nodes {analysis.nodes} "
             f"time {int(analysis.time_s * 1000)}" + (f" pv {pv}" if pv else "")
         )
+        info_string = getattr(engine, "info_string", None)
+        if info_string is not None:
+            self.info(info_string())
         ponder = analysis.pv[1] if len(analysis.pv) > 1 else None
         return analysis.best_move, ponder
 

@@ -5,6 +5,8 @@
 //   after a few moves, so sorting everything would waste work).
 #include "movepick.h"
 
+#include <algorithm>
+
 #include "see.h"
 
 namespace latentchess::core {
@@ -14,7 +16,8 @@ bool is_tactical(const Position& position, Move move) {
 }
 
 MovePicker::MovePicker(const Position& position, Kind kind, Move table_move,
-                       const Move killers[2], const HistoryTable& history) {
+                       const Move killers[2], const HistoryTable& history,
+                       const std::vector<Move>* external_order) {
   if (kind == Kind::All) {
     generate_legal_moves(position, moves_);
   } else {
@@ -44,6 +47,15 @@ MovePicker::MovePicker(const Position& position, Kind kind, Move table_move,
       score = kKillerScore;
     } else {
       score = history.get(us, move);
+      if (external_order != nullptr) {
+        const int limit = std::min<int>(static_cast<int>(external_order->size()), 255);
+        for (int rank = 0; rank < limit; ++rank) {
+          if ((*external_order)[rank] == move) {
+            score = kExternalScore - rank;
+            break;
+          }
+        }
+      }
     }
     scores_[i] = score;
   }

@@ -3,13 +3,16 @@
 // Invariants:
 // - Order: the transposition-table move, captures and promotions that do not lose material
 //   (by SEE; most valuable victim first, least valuable attacker next), the two killer moves,
-//   quiet moves by history, then losing captures.
+//   quiet moves by history, then losing captures. With an external order (hybrid: the latent
+//   model's ranking of a node's children), the quiet moves it lists come right after the killers,
+//   in its order (score kExternalScore - rank), before the other quiet moves.
 // - Every move of the list is returned exactly once; the list is the node's legal moves, so a
 //   garbage TT move (not in the list) can never be played.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "movegen.h"
 #include "position.h"
@@ -43,7 +46,7 @@ class MovePicker {
   // All: every legal move (a normal node or a node in check). Tactical: legal captures and
   // queen promotions only (quiescence).
   MovePicker(const Position& position, Kind kind, Move table_move, const Move killers[2],
-             const HistoryTable& history);
+             const HistoryTable& history, const std::vector<Move>* external_order = nullptr);
 
   // The next move, or Move::none() when done. `score` receives its ordering score.
   Move next(int* score = nullptr);
@@ -53,6 +56,11 @@ class MovePicker {
   static constexpr int kGoodCaptureScore = 1 << 28;
   static constexpr int kKillerScore = 1 << 26;
   static constexpr int kBadCaptureScore = -(1 << 28);
+  // Quiet moves ranked by an external order score kExternalScore - rank (rank < 256).
+  static constexpr int kExternalScore = 1 << 25;
+  static bool is_external(int score) {
+    return score > kExternalScore - 256 && score <= kExternalScore;
+  }
 
  private:
   MoveList moves_;

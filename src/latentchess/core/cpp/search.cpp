@@ -120,6 +120,14 @@ bool Search::should_stop() {
   return false;
 }
 
+const std::vector<Move>* Search::external_order(int ply) const {
+  // hybrid: external move orders apply near the root only (a hash lookup per node is cheap, but
+  // the orders are only computed for the first plies anyway).
+  if (ply > kExternalOrderPlies || limits_.move_orders.empty()) return nullptr;
+  const auto found = limits_.move_orders.find(position_.key());
+  return found == limits_.move_orders.end() ? nullptr : &found->second;
+}
+
 void Search::update_pv(int ply, Move move) {
   pv_table_[ply][0] = move;
   const int child_length = pv_length_[ply + 1];
@@ -154,9 +162,14 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
     const ProbeResult entry = table_.probe(position_.key());
     const Move killers[2] = {Move::none(), Move::none()};
     MovePicker picker(position_, MovePicker::Kind::All, entry.hit ? entry.move : Move::none(),
-                      killers, history_);
+                      killers, history_, external_order(0));
     std::vector<RootMove> ordered;
     for (Move move = picker.next(); move != Move::none(); move = picker.next()) {
+      // hybrid: `searchmoves` restricts the root (an empty list means every move).
+      const auto& allowed = limits_.search_moves;
+      if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), move) == allowed.end()) {
+        continue;
+      }
       ordered.push_back(RootMove{move});
     }
     root_moves_ = std::move(ordered);
@@ -375,7 +388,8 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   // Internal iterative reduction: without a table move this node was never searched well.
   if (table_move == Move::none() && depth >= 6 && (pv_node || cut_node)) --depth;
 
-  MovePicker picker(position_, MovePicker::Kind::All, table_move, plies_[ply].killers, history_);
+  MovePicker picker(position_, MovePicker::Kind::All, table_move, plies_[ply].killers, history_,
+                    external_order(ply));
   if (picker.size() == 0) return in_check ? -kMate + ply : kDraw;
 
   const int original_alpha = alpha;
@@ -427,7 +441,13 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
         if (!improving) ++reduction;
         if (cut_node) ++reduction;
         if (gives_check) --reduction;
-        if (quiet) reduction -= std::clamp(order_score / 6000, -2, 2);
+        if (quiet && MovePicker::is_external(order_score)) {
+          // hybrid: the external ranking decides (its first moves less, its last ones more).
+          const int rank = MovePicker::kExternalScore - order_score;
+          reduction += rank < 2 ? -1 : rank >= 6 ? 1 : 0;
+        } else if (quiet) {
+          reduction -= std::clamp(order_score / 6000, -2, 2);
+        }
         if (order_score >= MovePicker::kKillerScore) --reduction;
         reduction = std::clamp(reduction, 0, new_depth - 1);
       }

@@ -101,6 +101,9 @@ class Search {
   bool has_non_pawn_material(Color color) const;
   bool should_stop();
   void update_pv(int ply, Move move);
+  // hybrid: the external order of the current node's moves (limits.move_orders), if any.
+  const std::vector<Move>* external_order(int ply) const;
+  static constexpr int kExternalOrderPlies = 2;
   void update_quiet_stats(int ply, Move best, const Move* tried, int tried_count, int depth);
   IterationReport report(int depth, int lines) const;
 

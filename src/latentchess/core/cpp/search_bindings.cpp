@@ -12,6 +12,8 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <cstdint>
+#include <vector>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -146,6 +148,29 @@ void bind_search(py::module_& module) {
       .def_readwrite("infinite", &SearchLimits::infinite)
       .def_readwrite("multipv", &SearchLimits::multipv)
       .def_readwrite("move_overhead_ms", &SearchLimits::move_overhead_ms)
+      // ---- hybrid additions: moves as 16-bit integers (latentchess.core.board.move_to_bits) ----
+      .def_property(
+          "search_moves",
+          [](const SearchLimits& self) {
+            std::vector<std::uint16_t> out;
+            for (Move move : self.search_moves) out.push_back(move.bits());
+            return out;
+          },
+          [](SearchLimits& self, const std::vector<std::uint16_t>& moves) {
+            self.search_moves.clear();
+            for (std::uint16_t bits : moves) self.search_moves.push_back(Move::from_bits(bits));
+          })
+      .def(
+          "set_move_order",
+          [](SearchLimits& self, std::uint64_t key, const std::vector<std::uint16_t>& moves) {
+            std::vector<Move>& order = self.move_orders[key];
+            order.clear();
+            for (std::uint16_t bits : moves) order.push_back(Move::from_bits(bits));
+          },
+          py::arg("key"), py::arg("moves"),
+          "External order (best first) of the moves of the position with this Polyglot key.")
+      .def_property_readonly("move_order_count",
+                             [](const SearchLimits& self) { return self.move_orders.size(); })
       .def_readwrite("reverse_futility_pruning", &SearchLimits::reverse_futility_pruning)
       .def_readwrite("late_move_pruning", &SearchLimits::late_move_pruning)
       .def_readwrite("see_pruning", &SearchLimits::see_pruning);

@@ -10,6 +10,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "types.h"
 
 namespace latentchess::core {
 
@@ -24,6 +28,12 @@ struct SearchLimits {
   bool infinite = false;       // search until stopped (depth and nodes still apply)
   int multipv = 1;
   int move_overhead_ms = 30;
+  // ---- hybrid additions (latent planning + alpha-beta; see CORE_API_CHANGES.md, "hybrid") ----
+  // Non-empty: only these root moves are searched (UCI `go searchmoves`); illegal ones ignored.
+  std::vector<Move> search_moves;
+  // External move orders by position key (best first), consulted at nodes of ply <= 2: listed
+  // quiet moves are tried in this order after captures and killers' slot, and reduced by rank.
+  std::unordered_map<std::uint64_t, std::vector<Move>> move_orders;
   // Pruning switches, for measuring what each one gains (all on in play).
   bool reverse_futility_pruning = true;
   bool late_move_pruning = true;
