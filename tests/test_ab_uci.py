@@ -155,3 +155,18 @@ def test_cli_bestmove_analyse_and_bench(capsys) -> None:
     assert main(["bench", "4"]) == 0
     out = capsys.readouterr().out
     assert "Nodes searched" in out and "Nodes/second" in out
+
+
+def test_go_searchmoves_restricts_the_root() -> None:
+    t = Transcript()
+    t.send("uci", "isready")
+    t.wait_for("readyok")
+    # White mates with Qxf7#, but searchmoves allows only two quiet moves (and names garbage).
+    fen = "r1bqkbnr/pppp1ppp/2n5/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4"
+    t.send(f"position fen {fen}", "go depth 3 searchmoves a2a3 h2h3 e1e5")
+    move = t.wait_for("bestmove").split()[1]
+    assert move in ("a2a3", "h2h3")
+    assert any("'e1e5' is not a legal move" in line for line in t.strings())
+    t.send(f"position fen {fen}", "go depth 3 searchmoves zz")
+    assert t.wait_for("bestmove").split()[1] == "h5f7"  # nothing legal named: every move
+    t.send("quit")

@@ -308,6 +308,10 @@ class UciSession:
 
     # -- engine hooks: what a session for another engine (SpecSession) replaces -------------------
 
+    def _supports_searchmoves(self) -> bool:
+        """Whether ``go searchmoves`` restricts this engine's root moves."""
+        return False
+
     def _option_lines(self) -> list[str]:
         """The ``option name ...`` lines answered to ``uci``."""
         o = self.options
@@ -403,8 +407,8 @@ class UciSession:
         if go.perft is not None and self.board is not None:
             self._perft(go.perft)
             return
-        if go.searchmoves:
-            self.info("searchmoves is not supported; searching all moves")
+        if go.searchmoves and not self._supports_searchmoves():
+            self.info("searchmoves is not supported by this engine; searching all moves")
         if go.mate is not None:
             self.info(
                 f"go mate {go.mate}: searching {mate_depth(go.mate)} plies for a mate (mates "

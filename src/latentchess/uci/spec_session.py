@@ -153,6 +153,31 @@ class SpecSession(UciSession):
             return StopSignal()  # reaches the native search at once
         return threading.Event()
 
+    def _supports_searchmoves(self) -> bool:
+        from latentchess.engines.ab import AlphaBetaEngine
+
+        return isinstance(self._spec_engine, AlphaBetaEngine)
+
+    def _root_restriction(self, search: _Search) -> dict[str, list[chess.Move]]:
+        """``search_moves=`` for ``go searchmoves``: its legal moves (others named and dropped)."""
+        if not search.go.searchmoves or not self._supports_searchmoves():
+            return {}
+        board = search.board
+        moves: list[chess.Move] = []
+        for text in search.go.searchmoves:
+            try:
+                move = chess.Move.from_uci(text)
+            except ValueError:
+                move = None
+            if move is None or move not in board.legal_moves:
+                self.info(f"searchmoves: {text!r} is not a legal move here; ignored")
+            elif move not in moves:
+                moves.append(move)
+        if not moves:
+            self.info("searchmoves: no legal move given; searching all moves")
+            return {}
+        return {"search_moves": moves}
+
     def _search_with(
         self,
         engine: Any,
@@ -191,6 +216,7 @@ class SpecSession(UciSession):
                 started=received,
                 move_overhead_ms=self.move_overhead_ms,
                 on_iteration=iteration,
+                **self._root_restriction(search),
             )
             return outcome.best_move, outcome.ponder
         if infinite and limit.depth is None and limit.nodes is None:
