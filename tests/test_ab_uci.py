@@ -4,7 +4,6 @@ pipe, and a short real match against Stockfish."""
 from __future__ import annotations
 
 import sys
-import threading
 import time
 
 import chess
@@ -16,42 +15,18 @@ from latentchess.evaluation.limits import parse_limit
 from latentchess.evaluation.match import MatchConfig, Player, run_match
 from latentchess.evaluation.openings import Opening
 from latentchess.uci.spec_session import SpecSession
+from uci_fixtures import SessionTranscript
 
 
-class Transcript:
-    """A SpecSession fed line by line, its output collected."""
+class Transcript(SessionTranscript):
+    """A SpecSession for the ab engine fed line by line, its output collected."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.changed = threading.Condition()
         engine = AlphaBetaEngine(name="ab")
-        self.session = SpecSession(self._write, engine=engine, name="latentchess ab")
-
-    def _write(self, line: str) -> None:
-        with self.changed:
-            self.lines.append(line)
-            self.changed.notify_all()
-
-    def send(self, *lines: str) -> bool:
-        alive = True
-        for line in lines:
-            alive = self.session.handle_line(line)
-        return alive
-
-    def wait_for(self, prefix: str, timeout: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout
-        with self.changed:
-            while True:
-                found = [line for line in self.lines if line.startswith(prefix)]
-                if found:
-                    self.lines.remove(found[0])
-                    return found[0]
-                remaining = deadline - time.monotonic()
-                assert remaining > 0, f"no {prefix!r} in {self.lines}"
-                self.changed.wait(remaining)
+        super().__init__(lambda write: SpecSession(write, engine=engine, name="latentchess ab"))
 
     def strings(self) -> list[str]:
-        return [line for line in self.lines if line.startswith("info string")]
+        return self.infos()
 
 
 def test_handshake_options_info_lines_and_multipv() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from latentchess.uci import (
     go_limit,
     parse_command,
 )
+from uci_fixtures import SessionTranscript
 
 MICRO = EncoderConfig(name="micro", layers=1, hidden=32, heads=4, mlp=64, dim=16)
 
@@ -121,39 +121,11 @@ def test_build_position_moves_and_repairs() -> None:
 # -- scripted transcripts -------------------------------------------------------------------------
 
 
-class Transcript:
-    """Feeds lines to a UciSession and collects what it writes."""
+class Transcript(SessionTranscript):
+    """Feeds lines to a UciSession (built with ``options``) and collects what it writes."""
 
     def __init__(self, **options: object) -> None:
-        self.lines: list[str] = []
-        self.changed = threading.Condition()
-        self.session = UciSession(self._write, **options)  # type: ignore[arg-type]
-
-    def _write(self, line: str) -> None:
-        with self.changed:
-            self.lines.append(line)
-            self.changed.notify_all()
-
-    def send(self, *lines: str) -> bool:
-        alive = True
-        for line in lines:
-            alive = self.session.handle_line(line)
-        return alive
-
-    def wait_for(self, prefix: str, timeout: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout
-        with self.changed:
-            while True:
-                found = [line for line in self.lines if line.startswith(prefix)]
-                if found:
-                    self.lines.remove(found[0])
-                    return found[0]
-                remaining = deadline - time.monotonic()
-                assert remaining > 0, f"no {prefix!r} in {self.lines}"
-                self.changed.wait(remaining)
-
-    def infos(self) -> list[str]:
-        return [line for line in self.lines if line.startswith("info string")]
+        super().__init__(lambda write: UciSession(write, **options))  # type: ignore[arg-type]
 
 
 def bestmove(transcript: Transcript) -> str:

@@ -34,6 +34,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from latentchess.engines.base import Engine
 from latentchess.engines.external import ExternalEngine, OptionValue, find_executable
@@ -262,19 +263,24 @@ def _build_random(spec: EngineSpec) -> Engine:
         raise EngineError(f"engine spec {spec.text!r}: seed must be an integer") from error
 
 
-def _build_latent(spec: EngineSpec) -> Engine:
-    _no_args(spec)
-    from latentchess.engines.latent import LatentEngine  # imports torch: only when asked for
-
+def _build_from_model(spec: EngineSpec, from_options: Callable[..., Any]) -> Engine:
+    """A model-backed engine: ``model=DIR`` plus typed options, errors naming the spec."""
     params = dict(spec.params)
     model = _pop(spec, params, "model")
     options = {key.lower(): _coerce(value) for key, value in params.items()}
     try:
-        engine = LatentEngine.from_options(model, **options)
+        engine = from_options(model, **options)
     except (TypeError, ValueError, EngineError) as error:  # EngineError: say which spec
         raise EngineError(f"engine spec {spec.text!r}: {error}") from error
     engine.name = spec.name
     return engine
+
+
+def _build_latent(spec: EngineSpec) -> Engine:
+    _no_args(spec)
+    from latentchess.engines.latent import LatentEngine  # imports torch: only when asked for
+
+    return _build_from_model(spec, LatentEngine.from_options)
 
 
 def _build_ab(spec: EngineSpec) -> Engine:
@@ -288,15 +294,7 @@ def _build_chessformer(spec: EngineSpec) -> Engine:
     _no_args(spec)
     from latentchess.engines.chessformer import ChessformerEngine  # imports torch when asked
 
-    params = dict(spec.params)
-    model = _pop(spec, params, "model")
-    options = {key.lower(): _coerce(value) for key, value in params.items()}
-    try:
-        engine = ChessformerEngine.from_options(model, **options)
-    except (TypeError, ValueError, EngineError) as error:  # EngineError: say which spec
-        raise EngineError(f"engine spec {spec.text!r}: {error}") from error
-    engine.name = spec.name
-    return engine
+    return _build_from_model(spec, ChessformerEngine.from_options)
 
 
 def _build_hybrid(spec: EngineSpec) -> Engine:
