@@ -28,6 +28,8 @@ from latentchess.models.inference import LatentModel
 from latentchess.models.io import save_model
 from latentchess.terminal import parse_move, play_terminal, render
 
+LATENT = ("--engine", "latent", "--model")
+"""The latent engine is one option away from the default (``ab``)."""
 MICRO = EncoderConfig(name="micro", layers=1, hidden=32, heads=4, mlp=64, dim=16)
 
 
@@ -156,18 +158,18 @@ def test_time_budget() -> None:
 
 
 def test_bestmove_command(model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bestmove", "startpos", "--model", str(model_dir), "--depth", "2"]) == 0
+    assert main(["bestmove", "startpos", *LATENT, str(model_dir), "--depth", "2"]) == 0
     out, err = capsys.readouterr()
     assert chess.Move.from_uci(out.strip()) in chess.Board().legal_moves
     assert "depth 2" in err
     fen = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"
-    assert main(["bestmove", fen, "--model", str(model_dir), "--mode", "beam", "--json"]) == 0
+    assert main(["bestmove", fen, *LATENT, str(model_dir), "--mode", "beam", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["bestmove"] == "a1a8" and report["score"] == "#+1"
 
 
 def test_analyse_command(model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["analyse", "startpos", "--moves", "e2e4", "--model", str(model_dir), "--depth", "2"]
+    args = ["analyse", "startpos", "--moves", "e2e4", *LATENT, str(model_dir), "--depth", "2"]
     assert main([*args, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     board = chess.Board()
@@ -182,18 +184,18 @@ def test_analyse_command(model_dir: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_commands_refuse_bad_input(model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bestmove", "8/8/8/8/8/8/8/k7 w - - 0 1", "--model", str(model_dir)]) == 2
+    assert main(["bestmove", "8/8/8/8/8/8/8/k7 w - - 0 1", *LATENT, str(model_dir)]) == 2
     assert "no white king" in capsys.readouterr().err
-    assert main(["bestmove", "startpos", "--moves", "e2e5", "--model", str(model_dir)]) == 2
+    assert main(["bestmove", "startpos", "--moves", "e2e5", *LATENT, str(model_dir)]) == 2
     assert "illegal move 1 'e2e5'" in capsys.readouterr().err
-    assert main(["bestmove", "startpos", "--model", str(model_dir), "--width", "0"]) == 2
+    assert main(["bestmove", "startpos", *LATENT, str(model_dir), "--width", "0"]) == 2
     assert "width" in capsys.readouterr().err
     missing = str(model_dir.parent / "nowhere")
-    assert main(["bestmove", "startpos", "--model", missing]) == 2
+    assert main(["bestmove", "startpos", *LATENT, missing]) == 2
     assert "does not exist" in capsys.readouterr().err
     # 'uci' takes its limits from each 'go'; it must not accept limit flags it would ignore.
     with pytest.raises(SystemExit):
-        main(["uci", "--model", str(model_dir), "--time", "1"])
+        main(["uci", *LATENT, str(model_dir), "--time", "1"])
     assert "unrecognized arguments: --time" in capsys.readouterr().err
 
 
@@ -239,6 +241,8 @@ def test_play_command_with_piped_input(model_dir: Path) -> None:
             "-m",
             "latentchess",
             "play",
+            "--engine",
+            "latent",
             "--model",
             str(model_dir),
             "--color",

@@ -275,7 +275,16 @@ def test_ponderhit_after_a_finished_ponder_search_answers_at_once(model_dir: Pat
 
 def test_game_with_a_clock_through_python_chess(model_dir: Path) -> None:
     """Both sides played by the engine process under a clock: legal moves, no flag fall."""
-    command = [sys.executable, "-m", "latentchess", "uci", "--model", str(model_dir)]
+    command = [
+        sys.executable,
+        "-m",
+        "latentchess",
+        "uci",
+        "--engine",
+        "latent",
+        "--model",
+        str(model_dir),
+    ]
     clocks = {chess.WHITE: 3.0, chess.BLACK: 3.0}
     increment = 0.05
     board = chess.Board()

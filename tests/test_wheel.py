@@ -69,17 +69,23 @@ def test_wheel_installs_and_plays_from_any_directory(tmp_path: Path) -> None:
     )
     assert best.returncode == 0, best.stderr[-3000:]
     assert chess.Move.from_uci(best.stdout.split()[-1]) in chess.Board().legal_moves, best.stdout
+    # The default engine (ab, the native core), then the latent planner with the shipped model
+    # through the Engine option: both answer with a legal move.
+    script = "uci\nisready\nposition startpos\ngo depth 1\n"
+    script += "setoption name Engine value latent\nisready\ngo depth 1\nquit\n"
     uci = subprocess.run(
         [latentchess, "uci"],
         cwd=elsewhere,
         env=env,
-        input="uci\nisready\nposition startpos\ngo depth 1\nquit\n",
+        input=script,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert uci.returncode == 0, uci.stderr[-3000:]
+    assert "id name latentchess ab" in uci.stdout, uci.stdout
     assert "ERROR" not in uci.stdout and " sha256 " in uci.stdout, uci.stdout
     assert "weights/default" in uci.stdout
-    move = next(line for line in uci.stdout.splitlines() if line.startswith("bestmove"))
-    assert chess.Move.from_uci(move.split()[1]) in chess.Board().legal_moves
+    moves = [line.split()[1] for line in uci.stdout.splitlines() if line.startswith("bestmove")]
+    assert len(moves) == 2, uci.stdout
+    assert all(chess.Move.from_uci(move) in chess.Board().legal_moves for move in moves)

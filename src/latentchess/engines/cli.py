@@ -1,7 +1,10 @@
 """Subcommands of this area (see latentchess.cli): ``uci``, ``bestmove``, ``analyse``, ``play``.
 
-All take ``--model DIR`` (default: the default model path), ``--depth``, ``--width`` and
-``--mode``. Heavy imports (torch, the model) happen inside the handlers.
+All take ``--engine SPEC`` (default :data:`~latentchess.engines.default.DEFAULT_ENGINE_SPEC`, the
+strongest engine measured here); ``--engine latent`` is the latent planner, whose options
+``--model DIR``, ``--width``, ``--mode``, ``--precision`` and ``--threads`` (and, for ``uci``,
+``--depth``) are refused with any other engine rather than silently ignored. Heavy imports
+(torch, the model, the native core) happen inside the handlers.
 """
 
 from __future__ import annotations
@@ -12,6 +15,11 @@ import random
 import sys
 from typing import TYPE_CHECKING, Any
 
+from latentchess.engines.default import (
+    DEFAULT_ENGINE_SPEC,
+    DEFAULT_MOVE_TIME_S,
+    LATENT_ENGINE_KIND,
+)
 from latentchess.errors import EngineError, InvalidFenError
 from latentchess.search import MODES, SearchConfig
 
@@ -20,6 +28,10 @@ if TYPE_CHECKING:
     import chess.engine
 
     from latentchess.engines.latent import LatentEngine
+    from latentchess.engines.registry import EngineSpec
+
+_LATENT_FLAGS = ("model", "depth", "width", "mode", "precision", "threads")
+"""Options of the latent engine (``--depth`` is also every engine's limit, except in uci)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,15 +39,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     uci = subparsers.add_parser(
         "uci",
         help="run the engine as a UCI engine on stdin/stdout (GUIs, cutechess, lichess-bot)",
-        description="Speak UCI on stdin/stdout. The model loads in the background after 'uci'.",
+        description=f"Speak UCI on stdin/stdout with the engine --engine names (default "
+        f"{DEFAULT_ENGINE_SPEC!r}); the UCI option 'Engine' switches it in a running session. The "
+        "latent engine's model loads in the background after 'uci'.",
     )
     _search_arguments(uci, limits=False)  # each UCI 'go' carries its own limits
-    uci.add_argument(
-        "--engine",
-        metavar="SPEC",
-        help="run this engine spec instead (e.g. 'ab', 'ab:eval=hce,hash=64'; "
-        "see 'latentchess match --list-engines')",
-    )
+    _engine_argument(uci)
     uci.set_defaults(func=_uci)
 
     best = subparsers.add_parser(
@@ -61,6 +70,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _position_arguments(analyse)
     _search_arguments(analyse)
     _engine_argument(analyse)
+    analyse.add_argument(
+        "--multipv",
+        type=int,
+        default=3,
+        metavar="N",
+        help="ab engine: the N best moves, each with its line (0: every legal move; default: "
+        "%(default)s); the latent engine always lists every legal move",
+    )
     analyse.add_argument("--json", action="store_true", help="print JSON instead of a table")
     analyse.set_defaults(func=_analyse)
 
@@ -94,61 +111,97 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def _search_arguments(parser: argparse.ArgumentParser, *, limits: bool = True) -> None:
     defaults = SearchConfig()
-    parser.add_argument("--model", metavar="DIR", help="model directory (default: default model)")
+    latent = "latent engine: "
     parser.add_argument(
-        "--depth", type=int, default=defaults.depth, help="plies (default: %(default)s)"
+        "--model", metavar="DIR", help=f"{latent}model directory (default: the shipped model)"
     )
     parser.add_argument(
-        "--width", type=int, default=defaults.width, help="top-k (default: %(default)s)"
+        "--depth",
+        type=int,
+        help=f"plies (latent engine: default {defaults.depth})"
+        if limits
+        else f"{latent}search plies (default: {defaults.depth})",
     )
+    parser.add_argument("--width", type=int, help=f"{latent}top-k (default: {defaults.width})")
     parser.add_argument(
-        "--mode", choices=MODES, default=defaults.mode, help="search mode (default: %(default)s)"
+        "--mode", choices=MODES, help=f"{latent}search mode (default: {defaults.mode})"
     )
     parser.add_argument(
         "--precision",
         choices=("auto", "fp32", "int8", "bf16"),
-        default="auto",
-        help="model precision (default: %(default)s: measured per machine, or "
+        help=f"{latent}model precision (default: auto: measured per machine, or "
         "$LATENTCHESS_PRECISION)",
     )
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
+    parser.add_argument("--threads", type=int, help=f"{latent}torch CPU threads (default: 1)")
     if limits:
         parser.add_argument("--time", type=float, metavar="SECONDS", help="time limit per move")
-        parser.add_argument("--nodes", type=int, help="limit on positions embedded per move")
+        parser.add_argument(
+            "--nodes", type=int, help="node limit per move (latent engine: positions embedded)"
+        )
 
 
 def _engine_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine",
         metavar="SPEC",
-        help="use this engine spec instead of the latent engine, e.g. 'ab' or 'ab:hash=64' "
-        "(--depth, --time, --nodes give its limit)",
+        help=f"engine spec (default: {DEFAULT_ENGINE_SPEC!r}, the strongest measured here); "
+        "'latent' for the latent planner, or e.g. 'ab:hash=64', 'hybrid:mode=order', "
+        "'stockfish:elo=1800' (see 'latentchess match --list-engines')",
     )
 
 
+def _engine_spec(args: argparse.Namespace, *, depth_is_latent: bool = False) -> EngineSpec:
+    """The spec ``--engine`` names (default: the default engine); refuses latent-only flags
+    given to another engine.
+
+    Raises:
+        EngineError: a bad spec, or a latent engine option with another engine.
+    """
+    from latentchess.engines.registry import parse_engine_spec
+
+    spec = parse_engine_spec(args.engine or DEFAULT_ENGINE_SPEC)
+    if spec.kind != LATENT_ENGINE_KIND:
+        flags = [flag for flag in _LATENT_FLAGS if flag != "depth" or depth_is_latent]
+        given = [f"--{flag}" for flag in flags if getattr(args, flag, None) is not None]
+        if given:
+            raise EngineError(
+                f"{', '.join(given)} {'is an option' if len(given) == 1 else 'are options'} of "
+                f"the latent engine, not of {spec.text!r}; add --engine latent "
+                f"(the default engine is {DEFAULT_ENGINE_SPEC!r})"
+            )
+    return spec
+
+
 def _spec_limit(args: argparse.Namespace) -> chess.engine.Limit:
+    """``--depth``/``--time``/``--nodes``, or :data:`DEFAULT_MOVE_TIME_S` when none is given."""
     import chess.engine
 
-    if args.time is None and args.nodes is None:
-        return chess.engine.Limit(depth=args.depth)
-    return chess.engine.Limit(time=args.time, nodes=args.nodes)
+    if args.depth is None and args.time is None and args.nodes is None:
+        return chess.engine.Limit(time=DEFAULT_MOVE_TIME_S)
+    return chess.engine.Limit(depth=args.depth, time=args.time, nodes=args.nodes)
 
 
-def _spec_bestmove(args: argparse.Namespace, board: chess.Board) -> int:
+def _score_text(mate: int | None, cp: int | None) -> str:
+    """UCI-style score from the side to move's view: ``cp 35``, ``mate 2``, ``mate -1``."""
+    return f"mate {mate}" if mate is not None else f"cp {cp}"
+
+
+def _spec_bestmove(args: argparse.Namespace, board: chess.Board, spec: EngineSpec) -> int:
     from latentchess.engines.registry import create_engine
 
-    engine = create_engine(args.engine)
+    engine = create_engine(spec)
     try:
         analysis = engine.analyse(board, _spec_limit(args))
     finally:
         engine.close()
-    score = f"mate {analysis.mate}" if analysis.mate is not None else f"cp {analysis.score_cp}"
+    score = _score_text(analysis.mate, analysis.score_cp)
     move = analysis.best_move
     if args.json:
         print(
             json.dumps(
                 {
                     "fen": board.fen(),
+                    "engine": spec.text,
                     "bestmove": move.uci() if move else None,
                     "san": board.san(move) if move else None,
                     "score": score,
@@ -162,33 +215,39 @@ def _spec_bestmove(args: argparse.Namespace, board: chess.Board) -> int:
         return 0
     print(move.uci() if move else "0000")
     print(
-        f"depth {analysis.depth} score {score} nodes {analysis.nodes} "
+        f"{spec.text}: depth {analysis.depth} score {score} nodes {analysis.nodes} "
         f"time {analysis.time_s:.2f}s pv {' '.join(m.uci() for m in analysis.pv)}",
         file=sys.stderr,
     )
     return 0
 
 
-def _spec_analyse(args: argparse.Namespace, board: chess.Board) -> int:
+def _spec_analyse(args: argparse.Namespace, board: chess.Board, spec: EngineSpec) -> int:
     import chess
 
     from latentchess.engines.ab import AlphaBetaEngine
     from latentchess.engines.registry import create_engine
 
-    engine = create_engine(args.engine)
+    if not any(board.generate_legal_moves()):
+        print(f"{board.fen()}  ({'White' if board.turn else 'Black'} to move)")
+        print("no legal moves: " + ("checkmate" if board.is_check() else "stalemate"))
+        return 0
+    engine = create_engine(spec)
+    seldepth: int | None = None
+    nps: int | None = None
     try:
-        if isinstance(engine, AlphaBetaEngine):  # every legal move, as a MultiPV search
-            outcome = engine.search(board, _spec_limit(args), multipv=board.legal_moves.count())
+        if isinstance(engine, AlphaBetaEngine):  # the best lines, as a MultiPV search
+            count = board.legal_moves.count()
+            lines_wanted = count if args.multipv == 0 else min(args.multipv, count)
+            outcome = engine.search(board, _spec_limit(args), multipv=lines_wanted)
             lines = [
-                (line.pv, f"mate {line.mate}" if line.mate is not None else f"cp {line.score_cp}")
-                for line in outcome.info.lines
+                (line.pv, _score_text(line.mate, line.score_cp)) for line in outcome.info.lines
             ]
             depth, nodes, seconds = outcome.info.depth, outcome.nodes, outcome.time_s
+            seldepth, nps = outcome.info.seldepth, outcome.info.nps
         else:
             analysis = engine.analyse(board, _spec_limit(args))
-            score = (
-                f"mate {analysis.mate}" if analysis.mate is not None else f"cp {analysis.score_cp}"
-            )
+            score = _score_text(analysis.mate, analysis.score_cp)
             lines = [(analysis.pv, score)] if analysis.pv else []
             depth, nodes, seconds = analysis.depth, analysis.nodes, analysis.time_s
     finally:
@@ -204,12 +263,19 @@ def _spec_analyse(args: argparse.Namespace, board: chess.Board) -> int:
         for rank, (pv, score) in enumerate(lines, 1)
     ]
     if args.json:
+        best = rows[0] if rows else None
         print(
             json.dumps(
                 {
                     "fen": board.fen(),
+                    "engine": spec.text,
+                    "bestmove": best["move"] if best else None,
+                    "score": best["score"] if best else None,
+                    "pv": best["pv"] if best else [],
                     "depth": depth,
+                    "seldepth": seldepth,
                     "nodes": nodes,
+                    "nps": nps,
                     "time_s": seconds,
                     "moves": rows,
                 },
@@ -218,8 +284,17 @@ def _spec_analyse(args: argparse.Namespace, board: chess.Board) -> int:
         )
         return 0
     print(f"{board.fen()}  ({'White' if board.turn else 'Black'} to move)")
-    print(f"{args.engine}: depth {depth}  nodes {nodes}  time {seconds:.2f}s")
-    print(f"{'rank':>4}  {'move':<7} {'score':>10}  pv")
+    if not rows:
+        print(f"{spec.text}: no move found (depth {depth}, nodes {nodes})")
+        return 0
+    speed = f"  nps {nps:,}" if nps else ""
+    reach = f"depth {depth}" + (f"/{seldepth}" if seldepth else "")
+    print(
+        f"best {rows[0]['san']}  score {rows[0]['score']}  {reach}  nodes {nodes:,}{speed}  "
+        f"time {seconds:.2f}s  ({spec.text})"
+    )
+    print(f"pv {board.variation_san([chess.Move.from_uci(m) for m in rows[0]['pv']])}")
+    print(f"{'rank':>4}  {'move':<7} {'score':>10}  line")
     for row in rows:
         pv = board.variation_san([chess.Move.from_uci(m) for m in row["pv"]])
         print(f"{row['rank']:>4}  {row['san']:<7} {row['score']:>10}  {pv}")
@@ -231,25 +306,31 @@ def _position_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--moves", nargs="*", default=[], metavar="UCI", help="moves to play first")
 
 
-def _config(args: argparse.Namespace) -> SearchConfig:
-    try:
-        return SearchConfig(mode=args.mode, depth=args.depth, width=args.width)
-    except ValueError as error:
-        raise EngineError(str(error)) from None
+def _latent_flags(args: argparse.Namespace, spec: EngineSpec | None = None) -> dict[str, Any]:
+    """The latent engine's options: the flags given, then the spec's ``KEY=VALUE`` pairs."""
+    options: dict[str, Any] = {
+        flag: getattr(args, flag) for flag in _LATENT_FLAGS if getattr(args, flag, None) is not None
+    }
+    if spec is not None:
+        options.update({key.lower(): value for key, value in spec.params.items()})
+    return options
 
 
-def _engine(args: argparse.Namespace) -> LatentEngine:
+def _config(options: dict[str, Any]) -> SearchConfig:
+    from latentchess.engines.latent import search_config_from_options
+
+    return search_config_from_options(options)
+
+
+def _engine(args: argparse.Namespace, spec: EngineSpec) -> LatentEngine:
     from latentchess.engines.latent import LatentEngine
 
-    config = _config(args)
-    return LatentEngine.from_options(
-        args.model,
-        mode=config.mode,
-        depth=config.depth,
-        width=config.width,
-        precision=args.precision,
-        threads=args.threads,
-    )
+    options = _latent_flags(args, spec)
+    model = options.pop("model", None)
+    options.setdefault("threads", 1)
+    if spec.name != spec.text:
+        options["name"] = spec.name
+    return LatentEngine.from_options(model, **options)
 
 
 def _limit(args: argparse.Namespace) -> chess.engine.Limit:
@@ -273,26 +354,25 @@ def _board(args: argparse.Namespace) -> chess.Board:
 
 def _uci(args: argparse.Namespace) -> int:
     from latentchess.uci import run
+    from latentchess.uci.switch import EngineSwitchSession, LatentDefaults
 
-    if args.engine:
-        from latentchess.engines.registry import create_engine, parse_engine_spec
-        from latentchess.uci.spec_session import SpecSession
-
-        spec = parse_engine_spec(args.engine)
-        engine = create_engine(spec)
-        name = f"latentchess {spec.text}"
-        return run(make_session=lambda write: SpecSession(write, engine=engine, name=name))
-
-    return run(
-        model=args.model, config=_config(args), threads=args.threads, precision=args.precision
+    spec = _engine_spec(args, depth_is_latent=True)
+    flags = _latent_flags(args)
+    latent = LatentDefaults(
+        model=flags.pop("model", None),
+        config=_config(flags),
+        threads=flags.get("threads", 1),
+        precision=flags.get("precision", "auto"),
     )
+    return run(make_session=lambda write: EngineSwitchSession(write, spec=spec.text, latent=latent))
 
 
 def _bestmove(args: argparse.Namespace) -> int:
     board = _board(args)
-    if args.engine:
-        return _spec_bestmove(args, board)
-    engine = _engine(args)
+    spec = _engine_spec(args)
+    if spec.kind != LATENT_ENGINE_KIND:
+        return _spec_bestmove(args, board, spec)
+    engine = _engine(args, spec)
     result = engine.search(board, _limit(args))
     score = engine.pov_score(result.value, board.turn).relative
     if args.json:
@@ -325,9 +405,12 @@ def _analyse(args: argparse.Namespace) -> int:
     from latentchess.engines.latent import ranked_root_moves
 
     board = _board(args)
-    if args.engine:
-        return _spec_analyse(args, board)
-    engine = _engine(args)
+    spec = _engine_spec(args)
+    if args.multipv < 0:
+        raise EngineError(f"--multipv must be >= 0, got {args.multipv!r}")
+    if spec.kind != LATENT_ENGINE_KIND:
+        return _spec_analyse(args, board, spec)
+    engine = _engine(args, spec)
     result = engine.search(board, _limit(args), exact_root=True)
     rows: list[dict[str, Any]] = []
     for rank, root in enumerate(ranked_root_moves(result, board.turn), 1):
@@ -397,13 +480,14 @@ def _play(args: argparse.Namespace) -> int:
     color = {"white": chess.WHITE, "black": chess.BLACK}.get(args.color)
     if color is None:
         color = random.choice([chess.WHITE, chess.BLACK])
-    if args.engine:
+    spec = _engine_spec(args)
+    if spec.kind != LATENT_ENGINE_KIND:
         from latentchess.engines.registry import create_engine
 
-        engine: Any = create_engine(args.engine)
+        engine: Any = create_engine(spec)
         limit = _spec_limit(args)
     else:
-        engine, limit = _engine(args), _limit(args)
+        engine, limit = _engine(args, spec), _limit(args)
     play_terminal(
         engine,
         human=color,

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LatentEngine",
+    "search_config_from_options",
     "TimeBudget",
     "time_budget",
     "calibration",
@@ -173,6 +174,26 @@ def _coerce(key: str, value: Any, kind: type) -> Any:
         raise EngineError(f"option {key}={value!r} is not a valid {kind.__name__}") from None
 
 
+def search_config_from_options(
+    options: dict[str, Any], base: SearchConfig | None = None
+) -> SearchConfig:
+    """``base`` (default: ``SearchConfig()``) with the :class:`SearchConfig` fields among loosely
+    typed ``options`` (strings from specs and command lines) replaced; other keys are ignored.
+
+    Raises:
+        EngineError: a value of the wrong type or out of range.
+    """
+    fields = {
+        key: _coerce(key, value, _OPTION_TYPES[key])
+        for key, value in options.items()
+        if key in _OPTION_TYPES
+    }
+    try:
+        return dataclasses.replace(base or SearchConfig(), **fields)
+    except ValueError as error:
+        raise EngineError(f"bad latent engine options {options!r}: {error}") from error
+
+
 class LatentEngine:
     """A :class:`~latentchess.models.inference.LatentModel` searching with :class:`Searcher`.
 
@@ -228,16 +249,12 @@ class LatentEngine:
                 f"unknown latent engine options {sorted(unknown)!r}; "
                 f"known: {sorted([*_OPTION_TYPES, *_ENGINE_OPTIONS])!r}"
             )
-        search_options = {
-            key: _coerce(key, value, _OPTION_TYPES[key])
-            for key, value in options.items()
-            if key in _OPTION_TYPES
-        }
-        draw = search_options.pop("draw_score", None)
-        try:
-            config = SearchConfig(**search_options)
-        except ValueError as error:
-            raise EngineError(f"bad latent engine options {options!r}: {error}") from error
+        draw = options.get("draw_score")
+        if draw is not None:
+            draw = _coerce("draw_score", draw, float)
+        config = search_config_from_options(
+            {key: value for key, value in options.items() if key != "draw_score"}
+        )
         threads = _coerce("threads", options.get("threads", 0), int)
         if threads:
             import torch

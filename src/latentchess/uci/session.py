@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 import chess
 import chess.engine
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from latentchess.engines.latent import LatentEngine
     from latentchess.models.inference import LatentModel
 
-__all__ = ["UciSession", "run", "format_info", "BYTES_PER_CACHE_ENTRY"]
+__all__ = ["UciSession", "Conversation", "run", "format_info", "BYTES_PER_CACHE_ENTRY"]
 
 BYTES_PER_CACHE_ENTRY = 220
 """Rough memory of one cache entry, to turn the ``Hash`` option (MB) into a number of entries."""
@@ -151,6 +151,8 @@ class UciSession:
         self._loader: threading.Thread | None = None
         self._search: _Search | None = None
         self._announced: tuple[str, str] | None = None  # the load last reported by info string
+        self.leading_options: list[str] = []
+        """``option name ...`` lines announced before the engine's own (the ``Engine`` option)."""
 
     # -- output ------------------------------------------------------------------------------
 
@@ -299,7 +301,12 @@ class UciSession:
         return True
 
     def _uci(self) -> None:
-        for line in (f"id name {ENGINE_NAME}", f"id author {ENGINE_AUTHOR}", *self._option_lines()):
+        for line in (
+            f"id name {ENGINE_NAME}",
+            f"id author {ENGINE_AUTHOR}",
+            *self.leading_options,
+            *self._option_lines(),
+        ):
             self.write(line)
         self.write("uciok")
         self.start_loading()
@@ -588,10 +595,22 @@ def _warm_up(model: LatentModel) -> float:
     return (time.perf_counter() - began) / len(boards)
 
 
+class Conversation(Protocol):
+    """What :func:`run` drives: a :class:`UciSession` or a session around one."""
+
+    def handle_line(self, line: str) -> bool:
+        """Handle one input line; False after ``quit``."""
+        ...
+
+    def close(self) -> None:
+        """Stop any search (sending its ``bestmove``) and release the engine."""
+        ...
+
+
 def run(
     lines: Iterable[str] | None = None,
     output: TextIO | None = None,
-    make_session: Callable[[Callable[[str], None]], UciSession] | None = None,
+    make_session: Callable[[Callable[[str], None]], Conversation] | None = None,
     **session_options: object,
 ) -> int:
     """The UCI loop: read commands until ``quit`` or end of input; returns the exit status.
@@ -605,6 +624,7 @@ def run(
         stream.write(line + "\n")
         stream.flush()
 
+    session: Conversation
     if make_session is not None:
         session = make_session(write)
     else:

@@ -67,7 +67,7 @@ class SpecSession(UciSession):
     def _uci(self) -> None:
         self.write(f"id name {self._name}")
         self.write("id author the latentchess authors")
-        for line in self._option_lines():
+        for line in (*self.leading_options, *self._option_lines()):
             self.write(line)
         self.write("uciok")
 

@@ -33,8 +33,8 @@ __all__ = [
 ]
 
 ALLOWED_KINDS = (
+    "ab",  # the default engine (latentchess.engines.default) first: the page's menu opens on it
     "latent",
-    "ab",
     "hybrid",
     "chessformer",
     "stockfish",

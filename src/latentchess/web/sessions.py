@@ -20,6 +20,7 @@ import chess.engine
 import chess.pgn
 
 from latentchess.engines.base import Engine
+from latentchess.engines.default import DEFAULT_ENGINE_SPEC
 from latentchess.web.opponents import OpponentConfig, RequestError
 
 __all__ = ["Session", "SessionStore", "parse_fen", "parse_move", "parse_pgn", "MAX_PLIES"]
@@ -121,8 +122,9 @@ class Session:
     board: chess.Board = field(default_factory=chess.Board)
     redo: list[chess.Move] = field(default_factory=list)
     opponent: OpponentConfig = field(
+        # The default engine's spec is a bare kind ("ab"): no parameters to validate.
         default_factory=lambda: OpponentConfig(
-            kind="latent", params={"depth": 4, "width": 3, "mode": "minimax"}, movetime_ms=1000
+            kind=DEFAULT_ENGINE_SPEC, params={}, movetime_ms=1000
         )
     )
     headers: dict[str, str] = field(default_factory=dict)

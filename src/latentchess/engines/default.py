@@ -1,0 +1,25 @@
+"""Which engine ``latentchess`` uses when none is named: one constant, read everywhere.
+
+``latentchess uci``, ``bestmove``, ``analyse``, ``play``, ``demo`` and the web board's first
+opponent all start :data:`DEFAULT_ENGINE_SPEC` unless told otherwise (``--engine SPEC``, the UCI
+``Engine`` option, the page's engine menu). The latent planner is ``--engine latent``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_ENGINE_SPEC", "LATENT_ENGINE_KIND", "DEFAULT_MOVE_TIME_S"]
+
+DEFAULT_ENGINE_SPEC = "ab"
+"""The measured-strongest engine: alpha-beta on the native core with the hand-crafted evaluation.
+
+Measured on this project's Stockfish 15.1 ``UCI_Elo`` ladder (``benchmarks/results/ab_ladder/``):
+1965 [1902, 2028] at 50 ms/move, 2187 [2058, 2316] and 2232 [2102, 2362] at 10+0.1; the latent
+planner reached 808 [596, 1019] (``benchmarks/results/depth_ladder/``), and no hybrid mode beat
+``ab`` at equal time (``benchmarks/results/hybrid/``). Change it only with a ladder that says so.
+"""
+
+LATENT_ENGINE_KIND = "latent"
+"""The spec kind of the latent planner (SOLIS): the engine this project is about."""
+
+DEFAULT_MOVE_TIME_S = 1.0
+"""Seconds per move for ``bestmove``/``analyse``/``play`` with a non-latent engine and no limit."""
