@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from latentchess.argtypes import positive_int
+from latentchess.engines.default import DEFAULT_ENGINE_SPEC
 from latentchess.provenance import recording_models
 
 __all__ = ["register"]
@@ -448,7 +449,12 @@ def _register_puzzles(subparsers: argparse._SubParsersAction) -> None:  # type: 
         "any mating move solves) and report accuracy overall, per rating band and per theme.",
     )
     s.add_argument("csv", type=Path, help="Lichess puzzle CSV")
-    s.add_argument("--engine", type=_spec, default="latent", help=_SPEC_HELP + " (default latent)")
+    s.add_argument(
+        "--engine",
+        type=_spec,
+        default=DEFAULT_ENGINE_SPEC,
+        help=_SPEC_HELP + f" (default {DEFAULT_ENGINE_SPEC})",
+    )
     s.add_argument(
         "--limit", type=_limit, default="depth=6", help=_LIMIT_HELP + " (default depth=6)"
     )
@@ -550,7 +556,12 @@ def _register_epd(subparsers: argparse._SubParsersAction) -> None:  # type: igno
         "are reported with file:line and skipped (or fatal with --strict).",
     )
     p.add_argument("files", type=Path, nargs="+", help="EPD files")
-    p.add_argument("--engine", type=_spec, default="latent", help=_SPEC_HELP + " (default latent)")
+    p.add_argument(
+        "--engine",
+        type=_spec,
+        default=DEFAULT_ENGINE_SPEC,
+        help=_SPEC_HELP + f" (default {DEFAULT_ENGINE_SPEC})",
+    )
     p.add_argument(
         "--limit", type=_limit, default="depth=6", help=_LIMIT_HELP + " (default depth=6)"
     )
