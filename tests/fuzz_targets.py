@@ -162,10 +162,18 @@ _UCI_WORDS = [
 ]  # fmt: skip
 
 
+_ENGINE_SPECS = ["ab", "ab:hash=2", "latent", "latent:depth=1", "random", "bogus", "ab:warp=1", ""]
+"""Values of the ``Engine`` option (``latent`` means the fuzz model: see uci_session_target)."""
+
+
 @st.composite
-def uci_lines(draw: st.DrawFn) -> str:
-    """A UCI-like command line: known words, numbers, FENs and garbage in any order."""
-    kind = draw(st.sampled_from(["go", "position", "setoption", "words", "text"]))
+def uci_lines(draw: st.DrawFn, engines: bool = False) -> str:
+    """A UCI-like command line: known words, numbers, FENs and garbage in any order; with
+    ``engines``, also ``setoption name Engine value SPEC`` switches."""
+    kinds = ["go", "position", "setoption", "words", "text", *(["engine"] if engines else [])]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "engine":
+        return f"setoption name Engine value {draw(st.sampled_from(_ENGINE_SPECS))}"
     if kind == "go":
         parts = ["go"]
         for _ in range(draw(st.integers(0, 4))):
@@ -194,13 +202,16 @@ def uci_parse_target(line: str) -> None:
     assert command is None or isinstance(command, Command)
 
 
-def uci_session_target(lines: Sequence[str], model_dir: Path) -> None:
+def uci_session_target(lines: Sequence[str], model_dir: Path, *, switching: bool = False) -> None:
     """A UCI session fed ``lines`` never dies, and answers every ``go`` with exactly one
-    ``bestmove``: a legal move where the position has one, else ``0000``."""
+    ``bestmove``: a legal move where the position has one, else ``0000``. ``switching``: the
+    session of ``latentchess uci`` (ab first; the Engine option switches, latent = the fuzz
+    model)."""
     import torch
 
     from latentchess.search import SearchConfig
     from latentchess.uci import Go, UciSession, parse_command
+    from latentchess.uci.switch import EngineSwitchSession, LatentDefaults
 
     output: list[str] = []
     lock = threading.Lock()
@@ -210,14 +221,20 @@ def uci_session_target(lines: Sequence[str], model_dir: Path) -> None:
             output.append(line)
 
     threads = torch.get_num_threads()
-    session = UciSession(write, model=model_dir, config=SearchConfig(depth=2), precision="fp32")
+    session: UciSession | EngineSwitchSession
+    if switching:
+        latent = LatentDefaults(model=model_dir, config=SearchConfig(depth=2), precision="fp32")
+        session = EngineSwitchSession(write, spec="ab:hash=2", latent=latent)
+    else:
+        session = UciSession(write, model=model_dir, config=SearchConfig(depth=2), precision="fp32")
     asked: list[chess.Board | None] = []  # the position at each go
     try:
         session.handle_line("uci")
         for line in [*lines, "isready"]:
             command = parse_command(line)
             if isinstance(command, Go):
-                board = session.board
+                current = session.session if isinstance(session, EngineSwitchSession) else session
+                board = current.board
                 asked.append(None if board is None else board.copy())
             if not session.handle_line(line):
                 break  # quit
@@ -227,7 +244,7 @@ def uci_session_target(lines: Sequence[str], model_dir: Path) -> None:
     answers = [line for line in output if line.startswith("bestmove")]
     assert len(answers) == len(asked), (lines, output)
     # The session survives internal errors (and says so), but with a sound model there are none.
-    internal = ("error handling", "search failed", "go failed", "engine not ready")
+    internal = ("error handling", "search failed", "go failed", "engine not ready", "option failed")
     assert not [line for line in output if any(word in line for word in internal)], (lines, output)
     for board, answer in zip(asked, answers, strict=True):
         words = answer.split()

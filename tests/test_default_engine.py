@@ -3,7 +3,9 @@ UCI ``Engine`` option that switches a running session between them."""
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import chess
@@ -51,6 +53,15 @@ def test_commands_use_the_default_engine(capsys: pytest.CaptureFixture[str]) -> 
     table = capsys.readouterr().out
     assert table.startswith("rnbqkbnr/") and "best " in table and "depth 3/" in table
     assert table.count("\n") == 4 + 20  # header, best, pv, column names, every legal move
+
+
+def test_play_against_the_default(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("e4\nquit\n"))
+    assert main(["play", "--depth", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "You play e4" in out and "ab plays " in out and "depth 3" in out
 
 
 def test_latent_options_need_engine_latent(capsys: pytest.CaptureFixture[str]) -> None:

@@ -80,6 +80,12 @@ def test_fuzz_uci_session(model_dir: Path, lines: list[str]) -> None:
     uci_session_target(lines, model_dir)
 
 
+@fuzz_settings(25)
+@given(st.lists(uci_lines(engines=True), max_size=8))
+def test_fuzz_uci_engine_switching(model_dir: Path, lines: list[str]) -> None:
+    uci_session_target(lines, model_dir, switching=True)
+
+
 @fuzz_settings(60)
 @given(text_file(PGN_GAME))
 def test_fuzz_pgn(scratch: Path, data: bytes) -> None:
