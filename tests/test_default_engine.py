@@ -114,6 +114,8 @@ def test_engine_option_switches_to_latent_and_back(model_dir: Path) -> None:
     assert t.wait_for("option name") == "option name Engine type string default ab"
     t.wait_for("uciok")
     t.send("setoption name Hash value 8", "setoption name Move Overhead value 70")
+    t.send("setoption name Depth value 5", "setoption name Width value 2")  # not ab's options
+    assert "unknown option 'Width'" in t.infos()[-1]
     t.lines.clear()
     t.send(f"setoption name Engine value latent:model={model_dir},depth=1", "isready")
     t.wait_for("readyok")  # after the model has loaded: its hash is announced
@@ -121,6 +123,7 @@ def test_engine_option_switches_to_latent_and_back(model_dir: Path) -> None:
     assert "engine now latent:" in strings and "Depth" in strings and " sha256 " in strings
     latent = t.session.session  # type: ignore[attr-defined]
     assert (latent.options.hash_mb, latent.options.move_overhead_ms) == (8, 70)  # replayed
+    assert (latent.options.depth, latent.options.width) == (1, 2)  # the spec's depth wins
     t.send("position startpos moves e2e4", "go depth 1")
     board = chess.Board()
     board.push_uci("e2e4")

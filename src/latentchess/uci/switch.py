@@ -11,9 +11,10 @@ passed to the current session.
 
 Switching stops any search (its ``bestmove`` is sent), builds the new session, hands it the
 current position, and replays the options set so far that the new engine also declares (``Hash``,
-``Move Overhead``...). A spec that cannot be parsed or started is refused with an ``info string``
-and the current engine stays. ``uci`` announces the ``Engine`` option first, then the current
-engine's own options; after a switch, ``uci`` again lists the new engine's.
+``Move Overhead``...) unless its spec sets them (``latent:depth=2`` keeps depth 2). A spec that
+cannot be parsed or started is refused with an ``info string`` and the current engine stays.
+``uci`` announces the ``Engine`` option first, then the current engine's own options; after a
+switch, ``uci`` again lists the new engine's.
 """
 
 from __future__ import annotations
@@ -162,6 +163,8 @@ class EngineSwitchSession:
         return self.session.handle_line(line)
 
     def _switch(self, command: SetOption) -> None:
+        from latentchess.engines.registry import parse_engine_spec
+
         text = (command.value or "").strip()
         if not text:
             self.info(
@@ -188,7 +191,9 @@ class EngineSwitchSession:
             for line in new._option_lines()
             if (match := _OPTION_NAME.match(line)) is not None
         ]
-        lowered = {name.lower() for name in declared}
+        # The spec's own keys win over earlier options of the same name (latent:depth=2, Depth).
+        named = {key.lower() for key in parse_engine_spec(text).params}
+        lowered = {name.lower() for name in declared} - named
         for name, option in self._options.items():
             if name in lowered:
                 new.handle(option)
