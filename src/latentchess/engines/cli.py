@@ -60,11 +60,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     analyse = subparsers.add_parser(
         "analyse",
-        help="score every legal move of a position",
+        help="analyse a position: best move, score, principal variation, best lines",
         description=(
-            "Search a position and list each legal move with its rank, the axis projection of the "
-            "position after it, its searched value, and the calibrated win probability and "
-            "centipawns."
+            f"Search a position. With {DEFAULT_ENGINE_SPEC!r} (the default): the best move, its "
+            "score, depth, nodes and speed, and the --multipv best lines. With --engine latent: "
+            "each legal move with its rank, the axis projection of the position after it, its "
+            "searched value, and the calibrated win probability and centipawns."
         ),
     )
     _position_arguments(analyse)
@@ -118,7 +119,8 @@ def _search_arguments(parser: argparse.ArgumentParser, *, limits: bool = True) -
     parser.add_argument(
         "--depth",
         type=int,
-        help=f"plies (latent engine: default {defaults.depth})"
+        help=f"depth limit in plies (default: {defaults.depth} for the latent engine; other "
+        f"engines think {DEFAULT_MOVE_TIME_S:g} s per move when no --depth/--time/--nodes)"
         if limits
         else f"{latent}search plies (default: {defaults.depth})",
     )
