@@ -102,6 +102,47 @@ def test_multipv_lines_are_distinct_and_ordered(engine: AlphaBeta) -> None:
     assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
 
 
+ITALIAN = "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 3 3"
+
+
+@pytest.mark.parametrize(
+    ("fen", "nodes"),
+    # Node limits that stop an iteration after its first line (found by scanning limits): the
+    # report used to mix that line's new-depth score with the others' older ones, e.g. at 3,500
+    # nodes Nf3 cp 16 (depth 6) above Nc3 cp 39 and d4 cp 37 (depth 5).
+    [
+        (chess.STARTING_FEN, 3500),
+        (chess.STARTING_FEN, 9500),
+        (chess.STARTING_FEN, 24500),
+        (ITALIAN, 18500),
+    ],
+)
+def test_interrupted_multipv_reports_the_last_completed_depth(fen: str, nodes: int) -> None:
+    """MultiPV lines come best first, all from the last completed iteration (1 thread, and a
+    fresh table: deterministic)."""
+    iterations: list[core_search.SearchInfo] = []
+    board = chess.Board(fen)
+    outcome = AlphaBeta("hce", hash_mb=8).search(
+        board, chess.engine.Limit(nodes=nodes), multipv=3, on_iteration=iterations.append
+    )
+    assert outcome.nodes >= nodes  # the limit stopped it, inside an iteration
+    scores = [line.score_cp for line in outcome.info.lines]
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+    last = iterations[-1]
+    assert outcome.info.depth == last.depth
+    assert [(ln.pv, ln.score_cp) for ln in outcome.info.lines] == [
+        (ln.pv, ln.score_cp) for ln in last.lines
+    ]
+    assert outcome.best_move == outcome.info.lines[0].pv[0]
+    # The engine's analysis reports the same lines, best first (ranks 1, 2, 3).
+    analysis = AlphaBetaEngine.from_options(multipv=3).analyse(
+        board, chess.engine.Limit(nodes=nodes)
+    )
+    assert [m.rank for m in analysis.moves] == [1, 2, 3]
+    assert [m.move for m in analysis.moves] == [ln.pv[0] for ln in outcome.info.lines]
+    assert analysis.best_move == outcome.best_move and analysis.depth == last.depth
+
+
 def test_node_and_time_limits(engine: AlphaBeta) -> None:
     board = chess.Board()
     outcome = engine.search(board, chess.engine.Limit(nodes=5000))

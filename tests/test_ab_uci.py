@@ -132,6 +132,36 @@ def test_cli_bestmove_analyse_and_bench(capsys) -> None:
     assert "Nodes searched" in out and "Nodes/second" in out
 
 
+def test_multipv_info_lines_and_analyse_are_best_first(capsys) -> None:
+    """``info multipv 1`` is the best line of every iteration and ``bestmove`` is its move; the
+    ``analyse`` command lists its lines best first (a node limit that stops an iteration after
+    its first line: it used to list Nf3 cp 16 above Nc3 cp 39)."""
+    import json
+
+    from latentchess.cli import main
+
+    t = Transcript()
+    t.send("uci", "setoption name MultiPV value 3", "isready")
+    t.wait_for("readyok")
+    t.send("position startpos", "go nodes 3500")
+    move = t.wait_for("bestmove").split()[1]
+    infos = [line.split() for line in t.lines if line.startswith("info depth")]
+    by_depth: dict[int, list[tuple[int, int]]] = {}
+    for words in infos:
+        by_depth.setdefault(int(words[2]), []).append((int(words[6]), int(words[9])))
+    for lines in by_depth.values():
+        assert [rank for rank, _ in lines] == [1, 2, 3]
+        assert [cp for _, cp in lines] == sorted((cp for _, cp in lines), reverse=True)
+    last_best = next(w for w in reversed(infos) if w[6] == "1")
+    assert move == last_best[last_best.index("pv") + 1]
+    t.send("quit")
+    assert main(["analyse", "startpos", "--nodes", "3500", "--multipv", "3", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    cps = [int(row["score"].split()[1]) for row in report["moves"]]
+    assert len(cps) == 3 and cps == sorted(cps, reverse=True)
+    assert report["bestmove"] == report["moves"][0]["move"]
+
+
 def test_go_searchmoves_restricts_the_root() -> None:
     t = Transcript()
     t.send("uci", "isready")

@@ -178,6 +178,8 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
 
   const int lines = std::clamp(limits_.multipv, 1, static_cast<int>(root_moves_.size()));
   const int max_depth = limits_.depth > 0 ? std::min(limits_.depth, kMaxPly - 1) : kMaxPly - 1;
+  // MultiPV: the root moves as the last completed iteration left them (see the end of run).
+  std::vector<RootMove> completed;
   for (int depth = 1; depth <= max_depth; ++depth) {
     for (RootMove& root : root_moves_) {
       root.previous_score = root.score;
@@ -219,6 +221,7 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
       break;
     }
     completed_depth_ = depth;
+    if (lines > 1) completed = root_moves_;
     result.last = report(depth, lines);
     if (on_iteration) on_iteration(result.last);
 
@@ -231,8 +234,13 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
     if (stop_requested_.load() || (poll_ && poll_())) break;
   }
 
-  // The final view: the last completed depth, with the root order as far as the interrupted
-  // iteration got (so the best move and the first line always agree).
+  // The final view. One line: the last completed depth, with the root order as far as the
+  // interrupted iteration got (a move that beat the previous best there is played). Several
+  // lines: exactly the last completed iteration, because an interrupted one has searched only
+  // its first lines at the new depth, and mixing those with the older depth's scores of the
+  // rest reported lower-scored lines above higher ones. Either way the best move and the first
+  // line agree.
+  if (lines > 1 && stopped_ && !completed.empty()) root_moves_ = std::move(completed);
   result.last = report(std::max(1, result.last.depth), lines);
   result.best_move = root_moves_[0].move;
   if (root_moves_[0].pv.size() > 1) result.ponder_move = root_moves_[0].pv[1];
