@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.render is not None:
         report = json.loads(args.render.read_text())
-        (args.out / "inference.md").write_text(_markdown(report))
+        _write_markdown(args.out / "inference.md", _markdown(report))
         return 0
     if args.quick:
         args.configs, args.batches, args.rounds, args.seconds = "tiny,mini", "1,32,128", 2, 0.25
@@ -321,9 +321,19 @@ def main(argv: list[str] | None = None) -> int:
     report["fastest_faithful"] = _fastest_faithful(report)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "inference.json").write_text(json.dumps(report, indent=1) + "\n")
-    (args.out / "inference.md").write_text(_markdown(report))
+    _write_markdown(args.out / "inference.md", _markdown(report))
     print(f"wrote {args.out / 'inference.json'} and {args.out / 'inference.md'}")
     return 0
+
+
+def _write_markdown(path: Path, markdown: str) -> None:
+    """Write ``inference.md``, keeping the section ``bench_precision_cache.py`` appends."""
+    kept = ""
+    if path.is_file():
+        text = path.read_text()
+        start = text.find("## `auto` decision cache")
+        kept = "\n" + text[start:] if start >= 0 else ""
+    path.write_text(markdown.rstrip("\n") + "\n" + kept)
 
 
 def _fastest_faithful(report: dict[str, Any]) -> list[dict[str, Any]]:

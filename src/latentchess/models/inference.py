@@ -20,9 +20,10 @@ Precision (see ``benchmarks/results/inference.md`` for the measurements behind t
   numbers on every machine); else CUDA -> ``"bf16"`` (``"fp16"`` where bfloat16 is unsupported);
   CPU, for a model loaded from disk -> the fastest of ``"fp32"``, ``"int8"`` and (on CPUs with
   native bfloat16 only) ``"bf16"`` that passes the move-ranking fidelity check of
-  :mod:`latentchess.models.autoprecision` (measured at the first load of a model in a process and
-  reused by later loads, reported in :attr:`LatentModel.precision_check`); CPU, for an in-memory
-  model -> ``"fp32"``.
+  :mod:`latentchess.models.autoprecision` (measured at the first load of a model on a machine,
+  reused by later loads in the process and, through :mod:`latentchess.models.precision_cache`, by
+  later processes; reported in :attr:`LatentModel.precision_check`); CPU, for an in-memory model ->
+  ``"fp32"``.
 
 The resolved precision and the model's content hash (:attr:`LatentModel.content_hash`) are written
 into every PGN header and JSON result, because ``"auto"`` may resolve differently per machine.
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import logging
 import math
 import os
 import threading
@@ -277,7 +279,6 @@ class LatentModel:
             raise ValueError(
                 "precision 'int8' needs onnxruntime and onnx: pip install 'latentchess[onnx]'"
             ) from error
-        import logging
         import tempfile
 
         from latentchess.models.export import export_onnx, onnx_session
@@ -296,32 +297,59 @@ class LatentModel:
                 quantization_logger.setLevel(level)
 
     def _auto_cpu_once(self) -> None:
-        """:meth:`_auto_cpu`, measured once per model (content hash) and threads per process.
+        """:meth:`_auto_cpu`, measured once per model (content hash), CPU and threads.
 
         Engines of one match are built per worker thread; measuring each would let a busy
-        machine give them different precisions, so later loads reuse the first decision.
+        machine give them different precisions, so later loads reuse the first decision: in
+        this process, else from the on-disk cache of :mod:`latentchess.models.precision_cache`
+        (written after a measurement).
         """
+        from latentchess.models import precision_cache
+
         key = (self.content_hash, self.threads)
         with _AUTO_LOCK:
             decided = _AUTO_DECISIONS.get(key)
             if decided is None:
-                self._auto_cpu()
-                _AUTO_DECISIONS[key] = (self.precision, self.precision_check or "")
+                disk_key = precision_cache.decision_key(self.content_hash, self.threads)
+                enabled = precision_cache.cache_enabled()
+                cached = precision_cache.read_decision(disk_key) if enabled else None
+                if cached is None:
+                    measured = self._auto_cpu()
+                    check = self.precision_check or ""
+                    _AUTO_DECISIONS[key] = (self.precision, check)
+                    if enabled:
+                        decision = precision_cache.CachedDecision(
+                            precision=self.precision, check=check, measured=measured
+                        )
+                        precision_cache.write_decision(disk_key, decision)
+                    return
+                _log.info("precision auto: %s from %s", cached.precision, cached.path)
+                decided = (cached.precision, f"{cached.check} (cached in {cached.path})")
+                _AUTO_DECISIONS[key] = decided
+                self._apply_auto(*decided)
                 return
         precision, check = decided
+        self._apply_auto(precision, f"{check} (measured by an earlier load in this process)")
+
+    def _apply_auto(self, precision: str, check: str) -> None:
+        """Run as an earlier measurement decided (the int8 session is built here)."""
         if precision == "int8":
             self._session = self._int8_session()
         elif precision == "bf16":
             self.encoder = self._eval_encoder(self._source, "bf16")
         self.precision = precision
-        self.precision_check = f"{check} (measured by an earlier load in this process)"
+        self.precision_check = check
 
-    def _auto_cpu(self) -> None:
+    def _auto_cpu(self) -> dict[str, Any]:
         """``"auto"`` on CPU: measure int8 (then bf16 on native-bf16 CPUs) against float32.
 
         A candidate must pass :func:`~latentchess.models.autoprecision.ranking_fidelity` and be
         at least :data:`~latentchess.models.autoprecision.MIN_SPEEDUP` times as fast as float32;
         int8 is tried first, and bf16 replaces it only when that much faster again.
+
+        Returns:
+            The measured numbers: positions per second (``speed``; 0 for a candidate that
+            failed fidelity) and each candidate's fidelity.
         """
         from latentchess.models import autoprecision as ap
 
@@ -330,8 +358,9 @@ class LatentModel:
         reference = self._embed_all(tokens)
         if not np.isfinite(reference).all():
             self.precision_check = "fp32: the model's float32 embeddings are not finite"
-            return
+            return {}
         speed = {"fp32": ap.throughput(self._embed_all, tokens)}
+        fidelities: dict[str, dict[str, float]] = {}
         notes: list[str] = []
         chosen: tuple[str, Any, Encoder] | None = None
         for candidate in ("int8", "bf16"):
@@ -356,6 +385,7 @@ class LatentModel:
                 reference, self._embed_all(tokens), self._unit_axis, groups, white
             )
             speed[candidate] = ap.throughput(self._embed_all, tokens) if fidelity.passed else 0.0
+            fidelities[candidate] = dict(vars(fidelity))
             ratio = speed[candidate] / speed["fp32"]
             verdict = "passes" if fidelity.passed else "fails"
             notes.append(f"{candidate} {verdict} fidelity ({fidelity}), {ratio:.2f}x fp32 speed")
@@ -371,6 +401,7 @@ class LatentModel:
             f"{self.precision}: chosen on {len(groups)} probe positions' {len(tokens)} children; "
             + "; ".join(notes)
         )
+        return {"speed": {name: round(value, 1) for name, value in speed.items()}, **fidelities}
 
     def _embed_all(self, tokens: npt.NDArray[np.uint8]) -> FloatArray:
         """Embed the probe batch in one forward pass (no checks, for timing)."""
@@ -503,6 +534,7 @@ def _module_device(module: torch.nn.Module) -> torch.device:
     return next(module.parameters()).device
 
 
+_log = logging.getLogger(__name__)
 _EXPORT_LOCK = threading.Lock()
 _AUTO_LOCK = threading.Lock()
 _AUTO_DECISIONS: dict[tuple[str, int | None], tuple[str, str]] = {}
