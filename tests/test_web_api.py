@@ -207,9 +207,37 @@ def test_engine_moves_from_the_allow_list(client: TestClient) -> None:
         assert state["ucis"] == [*before["ucis"], state["engine_move"]]
     latent_ply = next(t for t in state["trajectory"] if t["engine"] is not None)
     assert latent_ply["ply"] == 1 and 0 <= latent_ply["engine"] <= 1  # the latent engine's eval
+    assert latent_ply["engine_eval"]["engine"].startswith("latent:depth=2")
+    assert latent_ply["engine_eval"]["pv"][0] == state["sans"][1]
+    # Stockfish (weakened: its move is not its PV's) and random report no evaluation.
+    assert [t["ply"] for t in state["trajectory"] if t["engine_eval"] is not None] == [1]
     pgn = client.get(f"/api/sessions/{sid}/pgn").text
     assert '[White "stockfish:elo=1400"]' in pgn and '[Black "random:seed=1"]' in pgn
     _error(client.post(f"/api/sessions/{sid}/opponent", json={"kind": "xboard"}), 400, "allowed")
+
+
+def test_ab_moves_come_with_their_evaluation(client: TestClient) -> None:
+    """The default engine's move carries its score, depth and PV, like the latent engine's."""
+    sid = _new(client)["id"]
+    opponent = {"kind": "ab", "movetime_ms": 100}
+    assert client.post(f"/api/sessions/{sid}/opponent", json=opponent).status_code == 200
+    client.post(f"/api/sessions/{sid}/engine-move")  # White, from the start position
+    client.post(f"/api/sessions/{sid}/move", json={"uci": "g8f6"})
+    state = client.post(f"/api/sessions/{sid}/engine-move").json()
+    evals = [t for t in state["trajectory"] if t["engine_eval"] is not None]
+    assert [t["ply"] for t in evals] == [0, 2]
+    for entry in evals:
+        e = entry["engine_eval"]
+        assert e["engine"] == "ab" and e["move"] == state["sans"][entry["ply"]]
+        assert e["depth"] >= 1 and e["pv"][0] == e["move"]
+        assert e["mate"] is None and isinstance(e["cp"], int) and abs(e["cp"]) < 300
+        assert entry["engine"] == e["win_prob"] and 0 < e["win_prob"] < 1
+    # Black to move, mated in one by ab: the score is from White's view (a White mate: positive).
+    fool = "rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2"
+    client.post(f"/api/sessions/{sid}/new", json={"fen": fool})
+    state = client.post(f"/api/sessions/{sid}/engine-move").json()
+    e = state["trajectory"][0]["engine_eval"]
+    assert e["move"] == "Qh4#" and e["mate"] == -1 and e["cp"] is None and e["win_prob"] == 0.0
 
 
 def test_a_new_move_cancels_the_running_search(client: TestClient, service: Service) -> None:

@@ -129,6 +129,9 @@ def test_play_watch_explain_and_export(server: str, tmp_path: Path) -> None:
             expect(page.locator("#moves button.move")).to_have_count(2)
             expect(page.locator("#trajectory circle")).to_have_count(3)
             expect(page.locator("#axis-plot polyline.axis-line")).to_have_count(1)
+            # Its own evaluation: a dot on the axis plot, captioned with score, depth and PV.
+            expect(page.locator("#engine-eval")).to_contain_text("latent:depth=2")
+            expect(page.locator("#axis-plot circle.engine-dot title")).to_have_count(1)
             assert (
                 page.locator("#board-svg image[data-square='e4']").get_attribute("data-piece")
                 == "P"
@@ -177,7 +180,12 @@ def test_play_watch_explain_and_export(server: str, tmp_path: Path) -> None:
             page.click(".setup summary")
             page.check("#clocks-on")
             expect(page.locator("#clocks")).to_be_visible()
-            # A new game from a FEN, and a promotion chosen in the dialog (an under-promotion).
+            # A new game from a FEN against the default engine, ab, and a promotion chosen in the
+            # dialog (an under-promotion).
+            page.select_option("#engine-kind", "ab")
+            page.fill("#movetime", "200")
+            page.click("#apply-opponent")
+            expect(page.locator("#opponent-spec")).to_contain_text("playing: ab,")
             page.fill("#fen-input", "8/P6k/8/8/8/8/6p1/K7 w - - 0 1")
             page.click("#new-game")
             expect(page.locator("#fen")).to_have_text("8/P6k/8/8/8/8/6p1/K7 w - - 0 1")
@@ -187,6 +195,13 @@ def test_play_watch_explain_and_export(server: str, tmp_path: Path) -> None:
             page.click(".promotion button[data-piece='n']")
             expect(page.locator("#moves button.move").first).to_have_text("a8=N")
             expect(page.locator("#moves button.move")).to_have_count(2)  # the engine replied
+            # ab's evaluation of the move it played, where the latent engine's is shown.
+            expect(page.locator("#engine-eval")).to_contain_text(
+                re.compile(r"^ab played .* · d\d+")
+            )
+            expect(page.locator("#engine-eval")).to_contain_text("PV ")
+            dot = page.locator("#axis-plot circle.engine-dot[data-ply='1'] title")
+            expect(dot).to_contain_text("ply 1: ab played")
             assert errors == []
             # Closing the tab ends its session on the server (sendBeacon on pagehide).
             session = page.locator("body").get_attribute("data-session")

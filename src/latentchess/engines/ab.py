@@ -221,9 +221,18 @@ class AlphaBetaEngine:
             raise EngineError(f"no legal move in {board.fen()!r}")
         return outcome.best_move
 
-    def analyse(self, board: chess.Board, limit: chess.engine.Limit) -> Analysis:
-        """Search and report the best line (and ``multipv`` lines as ``moves``)."""
-        outcome = self.search(board, limit)
+    def analyse(
+        self,
+        board: chess.Board,
+        limit: chess.engine.Limit,
+        *,
+        stop: threading.Event | None = None,
+    ) -> Analysis:
+        """Search and report the best line (and ``multipv`` lines as ``moves``).
+
+        ``stop`` ends the search early (the web board cancels a search when the game moves on).
+        """
+        outcome = self.search(board, limit, stop=stop)
         info = outcome.info
         if not info.lines:
             return Analysis(best_move=None, depth=info.depth, nodes=outcome.nodes)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import chess
 import chess.engine
 
+from latentchess.engines.base import Analysis
 from latentchess.errors import EngineError
 from latentchess.latent_view import LatentView
 from latentchess.web.opponents import RequestError, build_engine
@@ -27,7 +28,7 @@ from latentchess.winprob import score_win_probability
 if TYPE_CHECKING:
     from latentchess.models.inference import LatentModel
 
-__all__ = ["Settings", "Service", "Emit"]
+__all__ = ["Settings", "Service", "Emit", "engine_eval"]
 
 Emit = Callable[[str, dict[str, Any]], None]
 
@@ -56,6 +57,46 @@ def _round(value: float | None, digits: int = 4) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return round(float(value), digits)
+
+
+def engine_eval(board: chess.Board, analysis: Analysis, spec: str) -> dict[str, Any] | None:
+    """What an engine said about the position it moved from, for the page (White's view).
+
+    Returns:
+        ``{"engine", "move", "cp", "mate", "win_prob", "depth", "pv"}`` (``pv`` in SAN, ``cp``
+        and ``mate`` from White's view, ``win_prob`` White's), or None when it reported no score.
+    """
+    if analysis.score_cp is None and analysis.mate is None and analysis.win_prob_white is None:
+        return None
+    cp = mate = None
+    win_prob = analysis.win_prob_white
+    if analysis.score_cp is not None or analysis.mate is not None:
+        relative: chess.engine.Score = (
+            chess.engine.Mate(analysis.mate)
+            if analysis.mate is not None
+            else chess.engine.Cp(int(analysis.score_cp or 0))
+        )
+        white = chess.engine.PovScore(relative, board.turn).white()
+        cp, mate = white.score(), white.mate()
+        if win_prob is None:
+            win_prob = score_win_probability(white)
+    line = board.copy()
+    pv: list[str] = []
+    for move in analysis.pv:
+        if move not in line.legal_moves:
+            break
+        pv.append(line.san(move))
+        line.push(move)
+    best = analysis.best_move
+    return {
+        "engine": spec,
+        "move": board.san(best) if best is not None and best in board.legal_moves else None,
+        "cp": cp,
+        "mate": mate,
+        "win_prob": _round(win_prob),
+        "depth": analysis.depth,
+        "pv": pv,
+    }
 
 
 class Service:
@@ -156,8 +197,15 @@ class Service:
         trajectory = []
         for ply, b in enumerate(boards):
             entry = dict(session.plies[b.fen()])
+            evaluation = evals.get(b.fen())
             entry.update(
-                ply=ply, fen=b.fen(), san=sans[ply - 1] if ply else None, engine=evals.get(b.fen())
+                ply=ply,
+                fen=b.fen(),
+                san=sans[ply - 1] if ply else None,
+                # the opponent's own view of the position it moved from: White's win probability
+                # (the plot's dot) and its score, depth and PV (the dot's caption)
+                engine=None if evaluation is None else evaluation["win_prob"],
+                engine_eval=evaluation,
             )
             trajectory.append(entry)
         outcome = board.outcome(claim_draw=True)
@@ -201,6 +249,8 @@ class Service:
         if board.is_game_over(claim_draw=True):
             raise RequestError("the game is over", status=409)
         limit = chess.engine.Limit(time=min(config.movetime_ms / 1000, self.settings.max_think_s))
+        from latentchess.engines.ab import AlphaBetaEngine
+        from latentchess.engines.external import ExternalEngine
         from latentchess.engines.latent import LatentEngine
 
         with self._thinking(), session.engine_lock:
@@ -214,23 +264,27 @@ class Service:
                     session.engine = build_engine(config, self.model)
                     session.engine_config = config
                 engine = session.engine
-                win_prob: float | None = None
+                analysis: Analysis | None = None
                 if isinstance(engine, LatentEngine):  # ours: stoppable, and reports its eval
                     analysis = engine.to_analysis(board, engine.search(board, limit, stop=stop))
-                    move, win_prob = analysis.best_move, analysis.win_prob_white
-                else:
-                    # play, not analyse: a weakened Stockfish plays another move than its PV's.
-                    move = engine.play(board, limit)
+                elif isinstance(engine, AlphaBetaEngine):  # stoppable too
+                    analysis = engine.analyse(board, limit, stop=stop)
+                elif not isinstance(engine, ExternalEngine):  # their move is their analysis's
+                    analysis = engine.analyse(board, limit)
+                # External engines play, not analyse: a weakened Stockfish plays another move
+                # than its PV's.
+                move = engine.play(board, limit) if analysis is None else analysis.best_move
             except (EngineError, chess.engine.EngineError, OSError, ValueError) as error:
                 raise RequestError(f"engine {config.spec_text()!r} failed: {error}", 502) from None
         if move is None or move not in board.legal_moves:
             raise RequestError(f"engine {config.spec_text()!r} returned no legal move", 502)
+        evaluation = None if analysis is None else engine_eval(board, analysis, config.spec_text())
         with session.lock:
             if not session.is_current(generation) or session.board.fen() != board.fen():
                 return None
             session.engine_names[board.turn] = config.spec_text()
-            if win_prob is not None:
-                session.engine_evals[board.fen()] = round(float(win_prob), 4)
+            if evaluation is not None:
+                session.engine_evals[board.fen()] = evaluation
         session.push(move)
         return move.uci()
 

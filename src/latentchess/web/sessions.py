@@ -112,7 +112,8 @@ class Session:
         redo: moves undone, most recent last.
         opponent: the engine the page plays against.
         headers: PGN headers kept from an import.
-        engine_evals: White win probability reported by the opponent per FEN it moved from.
+        engine_evals: what the opponent reported per FEN it moved from
+            (:func:`latentchess.web.service.engine_eval`: score, depth, PV, White win probability).
         engine_names: the engine spec that played each colour (``chess.WHITE``/``BLACK``), if any.
         plies: per-position view data (axis score, map coordinates, referee eval) by FEN.
         last_seen: ``time.monotonic()`` of the last request.
@@ -128,7 +129,7 @@ class Session:
         )
     )
     headers: dict[str, str] = field(default_factory=dict)
-    engine_evals: dict[str, float] = field(default_factory=dict)
+    engine_evals: dict[str, dict[str, Any]] = field(default_factory=dict)
     engine_names: dict[bool, str] = field(default_factory=dict)
     plies: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_seen: float = field(default_factory=time.monotonic)

@@ -437,9 +437,27 @@ function drawAxisPlot(state) {
   line(axisValues, yAxis, "axis-line");
   state.trajectory.forEach((t, i) => {
     if (t.engine !== null && t.engine !== undefined) {
-      node("circle", { cx: x(i), cy: yProb(t.engine), r: 3, class: "engine-dot" }, plot);
+      const dot = node("circle", { cx: x(i), cy: yProb(t.engine), r: 3, class: "engine-dot", "data-ply": t.ply }, plot);
+      if (t.engine_eval) {
+        const title = document.createElementNS(SVG, "title");
+        title.textContent = `ply ${t.ply}: ${describeEngineEval(t.engine_eval)}`;
+        dot.appendChild(title);
+      }
     }
   });
+  const last = [...state.trajectory].reverse().find((t) => t.engine_eval);
+  $("engine-eval").textContent = last ? describeEngineEval(last.engine_eval) : "";
+}
+
+function describeEngineEval(e) {
+  // The opponent's own evaluation of the position it moved from (White's view).
+  const parts = [`${e.engine} played ${e.move || "?"}`];
+  if (e.cp !== null || e.mate !== null) parts.push(formatCp(e.cp, e.mate));
+  if (e.win_prob !== null) parts.push(`P(White) ${e.win_prob.toFixed(3)}`);
+  if (e.depth) parts.push(`d${e.depth}`);
+  let text = parts.join(" · ");
+  if (e.pv && e.pv.length) text += ` · PV ${e.pv.join(" ")}`;
+  return text;
 }
 
 // -- explanations --------------------------------------------------------------------------------
