@@ -301,35 +301,42 @@ class LatentModel:
 
         Engines of one match are built per worker thread; measuring each would let a busy
         machine give them different precisions, so later loads reuse the first decision: in
-        this process, else from the on-disk cache of :mod:`latentchess.models.precision_cache`
-        (written after a measurement).
+        this process, else from the on-disk cache (:meth:`_auto_cpu_cached`).
         """
-        from latentchess.models import precision_cache
-
         key = (self.content_hash, self.threads)
         with _AUTO_LOCK:
             decided = _AUTO_DECISIONS.get(key)
             if decided is None:
-                disk_key = precision_cache.decision_key(self.content_hash, self.threads)
-                enabled = precision_cache.cache_enabled()
-                cached = precision_cache.read_decision(disk_key) if enabled else None
-                if cached is None:
-                    measured = self._auto_cpu()
-                    check = self.precision_check or ""
-                    _AUTO_DECISIONS[key] = (self.precision, check)
-                    if enabled:
-                        decision = precision_cache.CachedDecision(
-                            precision=self.precision, check=check, measured=measured
-                        )
-                        precision_cache.write_decision(disk_key, decision)
-                    return
-                _log.info("precision auto: %s from %s", cached.precision, cached.path)
-                decided = (cached.precision, f"{cached.check} (cached in {cached.path})")
-                _AUTO_DECISIONS[key] = decided
-                self._apply_auto(*decided)
+                _AUTO_DECISIONS[key] = self._auto_cpu_cached()
                 return
         precision, check = decided
         self._apply_auto(precision, f"{check} (measured by an earlier load in this process)")
+
+    def _auto_cpu_cached(self) -> tuple[str, str]:
+        """The decision of :mod:`latentchess.models.precision_cache` when it has one (applied),
+        else :meth:`_auto_cpu`'s (stored there); ``(precision, check)``."""
+        from latentchess.models import precision_cache as cache
+
+        disk_key = cache.decision_key(self.content_hash, self.threads)
+        enabled = cache.cache_enabled()
+        cached = cache.read_decision(disk_key) if enabled else None
+        if cached is not None:
+            check = f"{cached.check} (cached in {cached.path})"
+            try:
+                self._apply_auto(cached.precision, check)
+            except Exception as error:  # e.g. an int8 export failing now: measure afresh
+                _log.info("precision auto: cached %s failed (%s)", cached.precision, error)
+            else:
+                _log.info("precision auto: %s from %s", cached.precision, cached.path)
+                return cached.precision, check
+        measured = self._auto_cpu()
+        check = self.precision_check or ""
+        if enabled:
+            decision = cache.CachedDecision(
+                precision=self.precision, check=check, measured=measured
+            )
+            cache.write_decision(disk_key, decision)
+        return self.precision, check
 
     def _apply_auto(self, precision: str, check: str) -> None:
         """Run as an earlier measurement decided (the int8 session is built here)."""
