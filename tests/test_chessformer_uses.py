@@ -241,6 +241,19 @@ def test_gab_encoder_reads_tokens_as_the_chessformer_reads_boards() -> None:
     assert ours[2, :, 12].sum() == 1.0 and ours[3, 0, 17] == pytest.approx(0.57)
 
 
+def test_gab_encoder_exports_to_onnx(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    from latentchess.models.config import get_config
+    from latentchess.models.export import check_onnx, export_onnx
+    from latentchess.models.gab_encoder import build_encoder
+
+    torch.manual_seed(0)
+    encoder = build_encoder(get_config("gab-nano"))
+    tokens = tokenize_batch([chess.Board(), _italian()] * 3)
+    check = check_onnx(export_onnx(encoder, tmp_path / "gab.onnx"), encoder, tokens)
+    assert check.max_abs_diff < 1e-5 and check.positions == 6
+
+
 def test_gab_encoder_trains_with_supcon_and_plays_as_a_latent_model(tmp_path: Path) -> None:
     from latentchess.models import load_model
     from latentchess.models.config import get_config

@@ -71,23 +71,14 @@ def token_square_features(tokens: Tensor, side: bool) -> Tensor:
     ep_square = torch.where(white[:, 0], rank * 8 + file, (7 - rank) * 8 + file)  # mover's frame
     ep = ((squares.unsqueeze(0) == ep_square.unsqueeze(1)) & has_ep.unsqueeze(1)).float()
     castling = t[:, 65:69]
-    rights = [(castling == code).any(dim=1) for code in _CASTLE]  # K Q k q
+    rights = [(castling == code).any(dim=1).float() for code in _CASTLE]  # K Q k q
     mover_k = torch.where(white[:, 0], rights[0], rights[2])
     mover_q = torch.where(white[:, 0], rights[1], rights[3])
     them_k = torch.where(white[:, 0], rights[2], rights[0])
     them_q = torch.where(white[:, 0], rights[3], rights[1])
     rule50 = _clock(t[:, 71:74]).clamp(max=100).float() / 100.0
-    broadcast = torch.stack(
-        [
-            mover_k.float(),
-            mover_q.float(),
-            them_k.float(),
-            them_q.float(),
-            rule50,
-            torch.zeros(batch, device=t.device),
-        ],
-        dim=1,
-    )  # (B, 6)
+    zero = torch.zeros(batch, device=t.device)
+    broadcast = torch.stack([mover_k, mover_q, them_k, them_q, rule50, zero], dim=1)  # (B, 6)
     extra = torch.cat([ep.unsqueeze(-1), broadcast.unsqueeze(1).expand(batch, 64, -1)], dim=-1)
     assert extra.shape[-1] == SIDE_FEATURES
     return torch.cat([onehot, extra], dim=-1)
@@ -134,6 +125,18 @@ class GabEncoder(nn.Module):
         """``(B, 77)`` token indices -> ``(B, dim)`` float32 unit vectors."""
         z = self.projection(self.trunk(tokens).mean(dim=1))  # (B, dim)
         return F.normalize(z.float(), dim=-1)
+
+    def onnx_exportable(self) -> GabEncoder:
+        """A copy whose RMSNorms are spelt out (the ONNX exporter of opset 17 has no RMSNorm)."""
+        import copy
+
+        from latentchess.models.chessformer_export import _PlainRMSNorm
+
+        plain = copy.deepcopy(self).eval()
+        for block in plain.blocks:
+            block.norm_attn = _PlainRMSNorm(block.norm_attn)
+            block.norm_ffn = _PlainRMSNorm(block.norm_ffn)
+        return plain
 
     def num_parameters(self) -> int:
         """Number of trainable parameters."""
