@@ -53,17 +53,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def _models(args: argparse.Namespace) -> int:
     import torch
 
-    from latentchess.models.config import MODEL_CONFIGS
-    from latentchess.models.encoder import Encoder
+    from latentchess.models.config import GAB_ENCODER_CONFIGS, MODEL_CONFIGS
+    from latentchess.models.gab_encoder import build_encoder
 
     rows = [("name", "L", "H", "N", "M", "D", "params")]
-    for name, config in MODEL_CONFIGS.items():
+    for name, config in {**MODEL_CONFIGS, **GAB_ENCODER_CONFIGS}.items():
         with torch.device("meta"):  # shapes only, no memory for the weights
-            params = Encoder(config).num_parameters()
+            params = build_encoder(config).num_parameters()
+        # A GAB encoder's width is its square-token width d, its MLP the FFN's 2d.
+        hidden = getattr(config, "hidden", getattr(config, "d_model", 0))
+        mlp = getattr(config, "mlp", 2 * hidden)
         rows.append(
             (
                 name,
-                *(str(v) for v in (config.layers, config.hidden, config.heads, config.mlp)),
+                *(str(v) for v in (config.layers, hidden, config.heads, mlp)),
                 str(config.dim),
                 f"{params:,}",
             )
