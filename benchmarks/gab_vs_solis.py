@@ -42,6 +42,8 @@ RECIPE = ["--positives", "1", "--batch-size", "128", "--lr", "0.03", "--schedule
 
 def _train(args: argparse.Namespace, config: str, steps_per_minute: float) -> Path:
     out = args.runs / config
+    if args.reuse and (out / "model" / "config.json").exists():
+        return out / "model"  # --reuse: score the model a run wrote, do not continue it
     steps = max(int(steps_per_minute * args.minutes), 2)
     command = [
         LATENTCHESS, "train", "--data", str(args.cache), "--out", str(out),
@@ -84,6 +86,7 @@ def main() -> int:
     p.add_argument("--ladder-games", type=int, default=0, help="games per rung (0: no ladder)")
     p.add_argument("--out", type=Path, default=REPO / "benchmarks/results/gab_encoder")
     p.add_argument("--label", default="")
+    p.add_argument("--reuse", action="store_true", help="score existing models, train no more")
     args = p.parse_args()
     args.cache = args.cache or args.dataset.with_name(args.dataset.name + "-cache")
     args.runs.mkdir(parents=True, exist_ok=True)

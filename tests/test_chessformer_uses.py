@@ -227,7 +227,9 @@ def test_attribution_adds_up_to_the_logit_and_plots(tmp_path: Path, nano_dir: Pa
 
 
 def test_gab_encoder_reads_tokens_as_the_chessformer_reads_boards() -> None:
-    from latentchess.models.gab_encoder import token_square_features
+    from latentchess.models.config import get_config
+    from latentchess.models.gab_encoder import GabEncoder, token_square_features
+    from latentchess.squares import board_pieces
 
     boards = [chess.Board(), _italian()]
     boards += [
@@ -239,6 +241,13 @@ def test_gab_encoder_reads_tokens_as_the_chessformer_reads_boards() -> None:
     expected = np.stack([encode_board(b, history=0, side=True) for b in boards])
     assert np.array_equal(ours, expected)
     assert ours[2, :, 12].sum() == 1.0 and ours[3, 0, 17] == pytest.approx(0.57)
+    # The encoder's own frame is White's (the latent axis's): pieces as they stand, plus the turn.
+    white = token_square_features(tokens, side=False, frame="white").numpy()
+    codes = np.stack([board_pieces(b) for b in boards])  # (B, 64), a1 = 0
+    assert np.array_equal(white, (codes[..., None] == np.arange(1, 13)).astype(np.float32))
+    encoder = GabEncoder(get_config("gab-nano"))  # type: ignore[arg-type]
+    features = encoder.features(tokens)
+    assert features[:, :, -1].tolist() == [[float(b.turn)] * 64 for b in boards]
 
 
 def test_gab_encoder_exports_to_onnx(tmp_path: Path) -> None:

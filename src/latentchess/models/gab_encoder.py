@@ -4,11 +4,14 @@ A drop-in for the SOLIS :class:`~latentchess.models.encoder.Encoder` (same input
 so the SupCon trainer, the model files, the advantage axis, the calibration and the latent search
 all work unchanged (``latentchess train --model-config gab-micro``; ``latent:model=DIR``).
 
-Inside the network the ChessBench tokens become the Chessformer's input
-(:mod:`latentchess.squares`, history 0): per square a one-hot of the 12 piece planes in the
-mover's frame (the board mirrored and the colours swapped when Black is to move) and, with
-``side_features``, the en-passant square, the four castling rights and the rule-50 counter / 100
-(the repetition feature is 0: tokens do not carry the game's history). Then the Chessformer's
+Inside the network the ChessBench tokens become square tokens like the Chessformer's
+(:mod:`latentchess.squares`, history 0), but in **White's frame**, not the mover's: the latent
+axis scores positions from White's view, and a mover's-frame input cannot tell "White to move
+and a queen up" from "Black to move and a queen up" (opposite labels); in that frame the encoder
+collapsed to one point within ten SupCon steps. Per square: a one-hot of the 12 piece planes
+(White's PNBRQK, then Black's), the side to move (1: White), and with ``side_features`` the
+en-passant square, the castling rights K Q k q and the rule-50 counter / 100 (the repetition
+feature is 0: tokens do not carry the game's history). Then the Chessformer's
 post-norm blocks with their attention bias (:class:`~latentchess.models.chessformer.Block`), a
 final LayerNorm, the mean over the 64 squares, a linear projection to ``dim`` and L2
 normalisation. The token conversion uses only gathers and comparisons, so the network exports to
@@ -48,11 +51,19 @@ def _clock(tokens: Tensor) -> Tensor:
     return torch.where(one, d0, torch.where(two, d0 * 10 + d1, d0 * 100 + d1 * 10 + d2))
 
 
-def token_square_features(tokens: Tensor, side: bool) -> Tensor:
-    """(B, 64, 12 [+ 7]) square features of (B, 77) tokens, as :func:`squares.encode_board` with
-    ``history=0`` gives them (the repetition feature is 0)."""
+def token_square_features(tokens: Tensor, side: bool, *, frame: str = "mover") -> Tensor:
+    """(B, 64, 12 [+ 7]) square features of (B, 77) tokens.
+
+    ``frame="mover"``: exactly what :func:`squares.encode_board` gives with ``history=0`` (the
+    repetition feature is 0). ``frame="white"``: the board as it stands (a1 = 0, White's pieces
+    first, castling rights K Q k q), the frame of the latent axis (White's view).
+    """
+    if frame not in ("mover", "white"):
+        raise ValueError(f"frame must be 'mover' or 'white', got {frame!r}")
     t = tokens.long()
     white = (t[:, 0] == _WHITE).unsqueeze(1)  # (B, 1)
+    if frame == "white":  # features as if White were to move
+        white = torch.ones_like(white)
     squares = torch.arange(64, device=t.device)
     mirror = (7 - squares // 8) * 8 + squares % 8  # s ^ 56
     codes = _code_table().to(t.device)[t[:, 1:65]]  # (B, 64) in FEN order: FEN i is square i^56
@@ -68,7 +79,7 @@ def token_square_features(tokens: Tensor, side: bool) -> Tensor:
     has_ep = t[:, 69] != _DOT
     file = (t[:, 69] - _FILE_A).clamp(0, 7)
     rank = (t[:, 70] - 1).clamp(0, 7)  # the digit tokens are their own values
-    ep_square = torch.where(white[:, 0], rank * 8 + file, (7 - rank) * 8 + file)  # mover's frame
+    ep_square = torch.where(white[:, 0], rank * 8 + file, (7 - rank) * 8 + file)  # the frame's
     ep = ((squares.unsqueeze(0) == ep_square.unsqueeze(1)) & has_ep.unsqueeze(1)).float()
     castling = t[:, 65:69]
     rights = [(castling == code).any(dim=1).float() for code in _CASTLE]  # K Q k q
@@ -96,7 +107,7 @@ class GabEncoder(nn.Module):
         self.config = config
         trunk = config.trunk()
         d = trunk.d_model
-        self.project = nn.Linear(trunk.input_features, d)
+        self.project = nn.Linear(trunk.input_features + 1, d)  # + the side to move
         self.square_embedding = (
             nn.Parameter(torch.zeros(64, d)) if trunk.absolute_embedding else None
         )
@@ -109,8 +120,11 @@ class GabEncoder(nn.Module):
         self.projection = nn.Linear(d, config.dim)
 
     def features(self, tokens: Tensor) -> Tensor:
-        """(B, 64, features) square features of the tokens."""
-        return token_square_features(tokens, self.config.side_features)
+        """(B, 64, features + 1) square features of the tokens in White's frame, and the side
+        to move (1: White) broadcast to every square."""
+        board = token_square_features(tokens, self.config.side_features, frame="white")
+        turn = (tokens[:, 0].long() == _WHITE).float().view(-1, 1, 1).expand(-1, 64, 1)
+        return torch.cat([board, turn], dim=-1)
 
     def trunk(self, tokens: Tensor) -> Tensor:
         """(B, 64, d) final square states."""
