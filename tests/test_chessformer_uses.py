@@ -275,6 +275,10 @@ def test_gab_encoder_trains_with_supcon_and_plays_as_a_latent_model(tmp_path: Pa
     assert result.step == 6 and np.isfinite(result.metrics["spearman"])
     model = load_model(result.model_dir, precision="fp32")
     assert type(model.encoder).__name__ == "GabEncoder" and model.config.dim == 32
+    half = load_model(result.model_dir, precision="bf16")  # bfloat16 weights, float features
+    np.testing.assert_allclose(
+        half.score([chess.Board()]), model.score([chess.Board()]), atol=0.05, rtol=0
+    )
     engine = create_engine(f"latent:model={result.model_dir},precision=fp32,depth=2,width=2")
     board = chess.Board()
     move = engine.play(board, chess.engine.Limit(depth=2))

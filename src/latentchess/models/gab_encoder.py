@@ -32,6 +32,11 @@ from latentchess.squares import PLANES, SIDE_FEATURES
 __all__ = ["GabEncoder", "build_encoder", "token_square_features"]
 
 _WHITE, _DOT = VOCAB.index("w"), VOCAB.index(".")
+_PROJECTION_INIT_SCALE = 0.02
+"""The projection's initial weights are scaled down so that every position starts near one
+point (mean pairwise cosine about 0.99, like the SOLIS encoder's): from the default init (about
+0.82) the SupCon loss starts above its collapsed value and the first steps collapsed the encoder
+to a single point, where it stayed (probes on the shared data, lr 0.003-0.03, SGD and AdamW)."""
 _FILE_A, _CASTLE = VOCAB.index("a"), [VOCAB.index(c) for c in "KQkq"]
 
 
@@ -118,6 +123,8 @@ class GabEncoder(nn.Module):
         self.blocks = nn.ModuleList(Block(trunk) for _ in range(trunk.layers))
         self.final_norm = nn.LayerNorm(d)
         self.projection = nn.Linear(d, config.dim)
+        with torch.no_grad():  # start near one point, as the SOLIS encoder's CLS output does
+            self.projection.weight.mul_(_PROJECTION_INIT_SCALE)
 
     def features(self, tokens: Tensor) -> Tensor:
         """(B, 64, features + 1) square features of the tokens in White's frame, and the side
@@ -128,7 +135,8 @@ class GabEncoder(nn.Module):
 
     def trunk(self, tokens: Tensor) -> Tensor:
         """(B, 64, d) final square states."""
-        x = self.project(self.features(tokens))
+        # The weights' dtype (bfloat16 when a latent model runs at precision bf16).
+        x = self.project(self.features(tokens).to(self.project.weight.dtype))
         if self.square_embedding is not None:
             x = x + self.square_embedding
         for block in self.blocks:
