@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -113,7 +114,7 @@ def main() -> int:
         print(config, json.dumps(results[config]), file=sys.stderr, flush=True)
     payload = {
         "label": args.label,
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "command": shlex.join([Path(sys.executable).name, *sys.argv]),
         "commit": git_commit(),
         "load_average_1min": os.getloadavg()[0],
         "positions": len(positions),
@@ -125,7 +126,9 @@ def main() -> int:
     lines = [
         "# GAB encoder vs 77-token encoder" + (f" ({args.label})" if args.label else ""),
         "",
-        f"Equal CPU time ({args.minutes:g} min each, one thread), the default recipe; "
+        f"Equal budget: {args.minutes:g} min of steps at the given rates, stopped at "
+        f"{1.5 * args.minutes:g} min (one thread each; the minutes column is what each took), "
+        "the default recipe; "
         f"single good move: {len(positions)} held-out positions (gap >= {args.gap:g} cp), "
         f"Wilson 95% intervals. Load average {payload['load_average_1min']:.1f}. Command: "
         f"`{payload['command']}`.",
