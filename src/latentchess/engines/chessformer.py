@@ -8,8 +8,10 @@
   mates is played at once, and a child that is stalemate or a claimable draw scores 0.5.
 
 Skill: ``elo=`` sets both players' ratings, ``selfelo=`` / ``oppoelo=`` each (Maia-3's UCI options
-``Elo``, ``SelfElo``, ``OppoElo``). ``analyse`` reports the value head's expected score as
-centipawns (ChessBench's logistic) and the WDL as permille.
+``Elo``, ``SelfElo``, ``OppoElo``; under ``latentchess uci --engine chessformer`` these and
+``Temperature``, ``TopP`` and ``CfMode`` are UCI options, a bad value answered by an
+``info string``). ``analyse`` reports the value head's expected score as centipawns
+(ChessBench's logistic) and the WDL as permille (UCI ``score cp ... wdl W D L``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from latentchess.winprob import centipawns, white_perspective
 __all__ = ["ChessformerEngine"]
 
 MODES = ("policy", "value")
+_ELO_MAX = 5000
 _CP_LIMIT = 10_000
 
 
@@ -71,6 +74,9 @@ class ChessformerEngine:
             raise EngineError(
                 f"need temperature >= 0 and 0 < top_p <= 1, got {temperature!r}, {top_p!r}"
             )
+        for label, elo in (("self_elo", self_elo), ("oppo_elo", oppo_elo)):
+            if not 0 <= elo <= _ELO_MAX:
+                raise EngineError(f"chessformer {label} must lie in [0, {_ELO_MAX}], got {elo!r}")
         if model is None or isinstance(model, str | Path):
             model = ChessformerModel.load(model)
         self.model = model
@@ -175,6 +181,70 @@ class ChessformerEngine:
         if move is None:
             raise EngineError(f"no legal move in {board.fen()!r}")
         return move
+
+    # -- UCI options (Maia-3's) ---------------------------------------------------------------
+
+    def uci_option_lines(self) -> list[str]:
+        """``Elo`` (sets both), ``SelfElo``, ``OppoElo``, ``Temperature``, ``TopP``, ``CfMode``."""
+        spin = f"type spin default {{}} min 0 max {_ELO_MAX}"
+        modes = " ".join(f"var {mode}" for mode in MODES)
+        return [
+            f"option name Elo {spin.format(round(self.self_elo))}",
+            f"option name SelfElo {spin.format(round(self.self_elo))}",
+            f"option name OppoElo {spin.format(round(self.oppo_elo))}",
+            f"option name Temperature type string default {self.temperature:g}",
+            f"option name TopP type string default {self.top_p:g}",
+            f"option name CfMode type combo default {self.mode} {modes}",
+        ]
+
+    def set_uci_option(self, name: str, value: str) -> bool:
+        """Apply ``setoption`` for one of :meth:`uci_option_lines`; False for other names.
+
+        Raises:
+            EngineError: a value that is not a number or lies outside its range (nothing is
+                changed then).
+        """
+        key = name.strip().lower()
+        text = value.strip()
+        if key in ("elo", "selfelo", "oppoelo"):
+            try:
+                elo = int(text)
+            except ValueError:
+                raise EngineError(f"option {name} needs an integer rating, got {text!r}") from None
+            if not 0 <= elo <= _ELO_MAX:
+                raise EngineError(f"option {name} must lie in [0, {_ELO_MAX}], got {elo}")
+            if key in ("elo", "selfelo"):
+                self.self_elo = float(elo)
+            if key in ("elo", "oppoelo"):
+                self.oppo_elo = float(elo)
+            return True
+        if key in ("temperature", "topp"):
+            try:
+                number = float(text)
+            except ValueError:
+                raise EngineError(f"option {name} needs a number, got {text!r}") from None
+            if key == "temperature":
+                if not 0 <= number <= 100:  # also refuses nan and inf
+                    raise EngineError(f"option Temperature must lie in [0, 100], got {text!r}")
+                self.temperature = number
+            else:
+                if not 0 < number <= 1:
+                    raise EngineError(f"option TopP must lie in (0, 1], got {text!r}")
+                self.top_p = number
+            return True
+        if key == "cfmode":
+            if text.lower() not in MODES:
+                raise EngineError(f"option CfMode must be one of {list(MODES)}, got {text!r}")
+            self.mode = text.lower()
+            return True
+        return False
+
+    def info_string(self) -> str:
+        """The settings in force, for a UCI ``info string`` after each search."""
+        return (
+            f"chessformer {self.mode} selfelo {self.self_elo:g} oppoelo {self.oppo_elo:g} "
+            f"temperature {self.temperature:g} topp {self.top_p:g}"
+        )
 
     def close(self) -> None:
         pass

@@ -6,6 +6,7 @@ Spec examples (``latentchess uci --engine hybrid:mode=verify,k=3``)::
     hybrid:mode=verify,k=5         root candidates: the latent top 5 validated by alpha-beta
     hybrid:mode=order              latent move ordering at the alpha-beta's first two plies
     hybrid:mode=horizon,depth=3    a 3-ply alpha-beta whose leaves the latent model scores
+    hybrid:mode=verify,policy=human   the Chessformer policy proposes the root candidates
 
 Modes (see :mod:`latentchess.search.hybrid` for the seams):
 
@@ -48,6 +49,7 @@ from latentchess.search.hybrid import (
     HorizonSearch,
     ply_one_orders,
 )
+from latentchess.search.policy import PolicyProposer
 
 if TYPE_CHECKING:
     from latentchess.engines.ab import AlphaBetaEngine
@@ -239,19 +241,27 @@ class HybridEngine:
         aliases = {"eval": "evaluator", "hash": "hash_mb", "overhead": "move_overhead_ms"}
         types = {f.name: type(f.default) for f in dataclasses.fields(HybridConfig)}
         fields: dict[str, Any] = {}
-        model = None
+        model = policy = None
         precision = "auto"
+        policy_elo: str | float | None = None
         for key, value in options.items():
             field_name = aliases.get(key.lower(), key.lower())
             if field_name == "model":
                 model = value
+                continue
+            if field_name == "policy":
+                policy = value
+                continue
+            if field_name == "policy_elo":
+                policy_elo = value
                 continue
             if field_name == "precision":
                 precision = value
                 continue
             if field_name not in types:
                 raise EngineError(
-                    f"unknown hybrid option {key!r}; known: {', '.join(sorted(types))}, model"
+                    f"unknown hybrid option {key!r}; known: {', '.join(sorted(types))}, model, "
+                    "precision, policy, policy_elo"
                 )
             try:
                 fields[field_name] = types[field_name](value)
@@ -263,9 +273,22 @@ class HybridEngine:
         latent = LatentEngine.from_options(model, precision=precision)
         # The first inference of a fresh model is slow (about 0.2 s): pay it here, not on move 1.
         latent.score_boards([chess.Board()])
+        proposer: CandidateProposer = LatentProposer(latent, depth=config.latent_depth)
+        if policy is not None:  # the Chessformer policy proposes the root candidates
+            from latentchess.search.policy import DEFAULT_POLICY_ELO, load_policy
+
+            try:
+                elo = DEFAULT_POLICY_ELO if policy_elo is None else float(policy_elo)
+            except ValueError:
+                raise EngineError(
+                    f"hybrid option policy_elo needs a number, got {policy_elo!r}"
+                ) from None
+            proposer = load_policy(policy, elo=elo)
+        elif policy_elo is not None:
+            raise EngineError("hybrid option policy_elo needs policy=human|DIR")
         return cls(
             config,
-            proposer=LatentProposer(latent, depth=config.latent_depth),
+            proposer=proposer,
             scorer=latent.model.score_tokens,
             draw_score=latent.config.draw_score,
             name=name,
@@ -397,7 +420,10 @@ class HybridEngine:
     ) -> Analysis:
         depth = min(limit.depth or self.config.depth, 4)
         deadline = None if seconds is None else started + seconds
-        result = self.horizon.search(board, depth=depth, deadline=deadline)
+        root_order = None
+        if isinstance(self.proposer, PolicyProposer):  # the policy orders the first iteration
+            root_order = self.proposer.order(board)
+        result = self.horizon.search(board, depth=depth, deadline=deadline, root_order=root_order)
         assert result.move is not None
         ranked = sorted(result.root_values.items(), key=lambda item: -item[1])
         self.last_candidates = [
@@ -470,9 +496,10 @@ class HybridEngine:
         """Forget the previous game (tables and caches)."""
         self.alpha_beta.new_game()
         self.horizon.new_game()
-        new_game = getattr(self.proposer, "engine", None)
+        owner = getattr(self.proposer, "engine", self.proposer)  # the latent engine, or a policy
+        new_game = getattr(owner, "new_game", None)
         if new_game is not None:
-            new_game.new_game()
+            new_game()
 
     def close(self) -> None:
         """Release caches."""

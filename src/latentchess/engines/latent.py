@@ -38,6 +38,7 @@ from latentchess.search import (
 
 if TYPE_CHECKING:
     from latentchess.models.inference import LatentModel
+    from latentchess.search.policy import PolicyProposer
 
 __all__ = [
     "LatentEngine",
@@ -153,7 +154,15 @@ def ranked_root_moves(result: SearchResult, turn: chess.Color) -> list[RootMove]
 
 
 _OPTION_TYPES: dict[str, type] = {f.name: type(f.default) for f in dataclasses.fields(SearchConfig)}
-_ENGINE_OPTIONS = ("precision", "device", "threads", "name", "move_overhead")
+_ENGINE_OPTIONS = (
+    "precision",
+    "device",
+    "threads",
+    "name",
+    "move_overhead",
+    "policy",
+    "policy_elo",
+)
 
 
 def _coerce(key: str, value: Any, kind: type) -> Any:
@@ -224,6 +233,7 @@ class LatentEngine:
         self.name = name or f"latent-{config.mode}-d{config.depth}-w{config.width}"
         self.move_overhead_s = move_overhead_s
         self.searcher = Searcher(self.score_boards, self.config)
+        self.policy: PolicyProposer | None = None
 
     @classmethod
     def from_options(
@@ -237,7 +247,9 @@ class LatentEngine:
                 ``cache_size``, ``alpha_beta``, ``frontier_batch``, ``leaf_chunk``,
                 ``draw_score``) and
                 ``precision``, ``device``, ``threads`` (torch CPU threads, process-wide),
-                ``name``, ``move_overhead`` (seconds); values may be strings.
+                ``name``, ``move_overhead`` (seconds), ``policy`` (``human`` or a Chessformer
+                model directory: its policy picks and orders the root moves the search expands,
+                :mod:`latentchess.search.policy`) and ``policy_elo``; values may be strings.
 
         Raises:
             EngineError: an unknown option or a value of the wrong type.
@@ -272,9 +284,20 @@ class LatentEngine:
         overhead = _coerce(
             "move_overhead", options.get("move_overhead", DEFAULT_MOVE_OVERHEAD_S), float
         )
-        return cls(
+        engine = cls(
             model, config, name=options.get("name"), move_overhead_s=overhead, draw_score=draw
         )
+        if options.get("policy") is not None:
+            from latentchess.search.policy import DEFAULT_POLICY_ELO, load_policy
+
+            elo = _coerce("policy_elo", options.get("policy_elo", DEFAULT_POLICY_ELO), float)
+            engine.set_policy(load_policy(str(options["policy"]), elo=elo))
+        return engine
+
+    def set_policy(self, policy: PolicyProposer | None) -> None:
+        """Let ``policy`` pick and order the root moves the search expands (None: the scores)."""
+        self.policy = policy
+        self.searcher.root_policy = None if policy is None else policy.order
 
     # -- scoring ---------------------------------------------------------------------------------
 
@@ -382,6 +405,8 @@ class LatentEngine:
     def new_game(self) -> None:
         """Forget history-dependent state and cached scores before a new game."""
         self.searcher.new_game()
+        if self.policy is not None:
+            self.policy.new_game()
 
     def close(self) -> None:
         """Release the cache; the model stays usable by others holding it."""

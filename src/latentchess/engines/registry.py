@@ -375,12 +375,14 @@ ENGINES: dict[str, EngineKind] = {
         ),
         EngineKind(
             name="hybrid",
-            summary="latent + alpha-beta: hybrid[:mode=verify|order|horizon,k=N,eval=hce,...]",
+            summary="latent + alpha-beta: hybrid[:mode=verify|order|horizon,k=N,eval=hce,"
+            "policy=human|DIR,...]",
             build=_build_hybrid,
         ),
         EngineKind(
             name="latent",
-            summary="our engine: latent[:model=DIR,depth=N,width=K,mode=minimax|beam,...]",
+            summary="our engine: latent[:model=DIR,depth=N,width=K,mode=minimax|beam,"
+            "policy=human|DIR,...]",
             build=_build_latent,
         ),
         EngineKind(

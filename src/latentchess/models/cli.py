@@ -53,17 +53,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def _models(args: argparse.Namespace) -> int:
     import torch
 
-    from latentchess.models.config import MODEL_CONFIGS
-    from latentchess.models.encoder import Encoder
+    from latentchess.models.config import GAB_ENCODER_CONFIGS, MODEL_CONFIGS
+    from latentchess.models.gab_encoder import build_encoder
 
     rows = [("name", "L", "H", "N", "M", "D", "params")]
-    for name, config in MODEL_CONFIGS.items():
+    for name, config in {**MODEL_CONFIGS, **GAB_ENCODER_CONFIGS}.items():
         with torch.device("meta"):  # shapes only, no memory for the weights
-            params = Encoder(config).num_parameters()
+            params = build_encoder(config).num_parameters()
+        # A GAB encoder's width is its square-token width d, its MLP the FFN's 2d.
+        hidden = getattr(config, "hidden", getattr(config, "d_model", 0))
+        mlp = getattr(config, "mlp", 2 * hidden)
         rows.append(
             (
                 name,
-                *(str(v) for v in (config.layers, config.hidden, config.heads, config.mlp)),
+                *(str(v) for v in (config.layers, hidden, config.heads, mlp)),
                 str(config.dim),
                 f"{params:,}",
             )
@@ -81,8 +84,8 @@ def _model_info(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from latentchess.models.config import EncoderConfig
-    from latentchess.models.encoder import Encoder
+    from latentchess.models.config import EncoderConfig, encoder_config_from_dict
+    from latentchess.models.gab_encoder import build_encoder
     from latentchess.models.io import WEIGHTS_FILE, default_model_path, read_model_config
 
     path = args.model if args.model is not None else default_model_path()
@@ -90,17 +93,23 @@ def _model_info(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(document, indent=2))
         return 0
-    config = EncoderConfig.from_dict(document["encoder"])
+    config = encoder_config_from_dict(document["encoder"])
     with torch.device("meta"):
-        params = Encoder(config).num_parameters()
+        params = build_encoder(config).num_parameters()
     weights = path / WEIGHTS_FILE
     size = f"{weights.stat().st_size / 1e6:.1f} MB" if weights.is_file() else "MISSING"
     axis = np.asarray(document["axis"], dtype=np.float64)
     print(f"model       {path}")
-    print(
-        f"config      {config.name}: L={config.layers} H={config.hidden} N={config.heads} "
-        f"M={config.mlp} D={config.dim} dropout={config.dropout}"
-    )
+    if isinstance(config, EncoderConfig):
+        print(
+            f"config      {config.name}: L={config.layers} H={config.hidden} N={config.heads} "
+            f"M={config.mlp} D={config.dim} dropout={config.dropout}"
+        )
+    else:  # a contrastive Chessformer (GAB) encoder
+        print(
+            f"config      {config.name}: GAB trunk d={config.d_model} L={config.layers} "
+            f"heads={config.heads} bias={config.position} D={config.dim}"
+        )
     print(f"parameters  {params:,}  ({WEIGHTS_FILE}: {size})")
     print(f"tokenizer   {document['tokenizer']}  (format_version {document['format_version']})")
     print(f"axis        norm {np.linalg.norm(axis):.4f}; {_inline(document.get('axis_counts'))}")

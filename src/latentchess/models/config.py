@@ -8,7 +8,19 @@ from typing import Any
 
 from latentchess.encoding import SEQUENCE_LENGTH, VOCAB_SIZE
 
-__all__ = ["EncoderConfig", "MODEL_CONFIGS", "get_config"]
+__all__ = [
+    "EncoderConfig",
+    "GabEncoderConfig",
+    "AnyEncoderConfig",
+    "MODEL_CONFIGS",
+    "GAB_ENCODER_CONFIGS",
+    "GAB_KIND",
+    "get_config",
+    "encoder_config_from_dict",
+]
+
+GAB_KIND = "chessformer-gab"
+"""The ``kind`` of a :class:`GabEncoderConfig` in a model's ``config.json``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,11 +84,114 @@ MODEL_CONFIGS: dict[str, EncoderConfig] = {
 }
 
 
-def get_config(name: str) -> EncoderConfig:
-    """Look up a named configuration."""
+@dataclass(frozen=True, kw_only=True)
+class GabEncoderConfig:
+    """The contrastive Chessformer encoder: a GAB trunk, mean-pooled, projected, L2-normalised.
+
+    It reads the same 77 tokens as the SOLIS encoder (turned into 64 square tokens in the mover's
+    frame inside the network, :mod:`latentchess.models.gab_encoder`), so it trains with the same
+    SupCon trainer and plays as a latent model. The tokens carry no history: one board only.
+
+    Attributes:
+        name: registry name, informational.
+        kind: always :data:`GAB_KIND` (tells the two encoder families apart in ``config.json``).
+        d_model: square-token width d.
+        layers: transformer blocks L.
+        heads: attention heads.
+        gab_per_square: GAB compression per square p (0: mean-pool).
+        gab_hidden: GAB intermediate width i.
+        gab_templates: GAB template count g.
+        position: attention bias, as :class:`~latentchess.models.chessformer.ChessformerConfig`.
+        side_features: castling / en-passant / rule-50 square features (repetition: always 0,
+            the tokens do not say).
+        absolute_embedding: a learned per-square embedding.
+        dim: output embedding dimension D.
+        dropout: dropout in attention and FFN.
+    """
+
+    name: str = "gab-custom"
+    kind: str = GAB_KIND
+    d_model: int = 64
+    layers: int = 4
+    heads: int = 4
+    gab_per_square: int = 0
+    gab_hidden: int = 32
+    gab_templates: int = 32
+    position: str = "gab"
+    side_features: bool = True
+    absolute_embedding: bool = False
+    dim: int = 64
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind != GAB_KIND:
+            raise ValueError(f"GabEncoderConfig.kind must be {GAB_KIND!r}, got {self.kind!r}")
+        if not isinstance(self.dim, int) or isinstance(self.dim, bool) or self.dim < 1:
+            raise ValueError(f"GabEncoderConfig.dim must be a positive int, got {self.dim!r}")
+        self.trunk()  # validates the rest
+
+    def trunk(self) -> Any:
+        """The :class:`~latentchess.models.chessformer.ChessformerConfig` of the trunk."""
+        from latentchess.models.chessformer import ChessformerConfig
+
+        return ChessformerConfig(
+            d_model=self.d_model,
+            layers=self.layers,
+            heads=self.heads,
+            gab_per_square=self.gab_per_square,
+            gab_hidden=self.gab_hidden,
+            gab_templates=self.gab_templates,
+            head_dim=self.d_model,
+            history=0,
+            side_features=self.side_features,
+            elo_dim=0,
+            position=self.position,
+            absolute_embedding=self.absolute_embedding,
+            dropout=self.dropout,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GabEncoderConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown GabEncoderConfig keys {sorted(unknown)!r}")
+        return cls(**data)
+
+
+AnyEncoderConfig = EncoderConfig | GabEncoderConfig
+
+GAB_ENCODER_CONFIGS: dict[str, GabEncoderConfig] = {
+    "gab-nano": GabEncoderConfig(
+        name="gab-nano", d_model=32, layers=2, heads=2, gab_hidden=16, gab_templates=16, dim=32
+    ),
+    # About the cost per position of "micro" (the same width and depth, 64 instead of 78 tokens).
+    "gab-micro": GabEncoderConfig(name="gab-micro", dim=64),
+    "gab-tiny": GabEncoderConfig(
+        name="gab-tiny", d_model=128, layers=6, heads=8, gab_hidden=64, gab_templates=64, dim=128
+    ),
+}
+"""Contrastive GAB encoders (``latentchess train --model-config gab-micro``)."""
+
+
+def get_config(name: str) -> AnyEncoderConfig:
+    """Look up a named configuration (a SOLIS encoder, or a ``gab-*`` GAB encoder)."""
+    if name in GAB_ENCODER_CONFIGS:
+        return GAB_ENCODER_CONFIGS[name]
     try:
         return MODEL_CONFIGS[name]
     except KeyError:
         raise ValueError(
-            f"unknown model config {name!r}; choose from {sorted(MODEL_CONFIGS)}"
+            f"unknown model config {name!r}; choose from "
+            f"{sorted([*MODEL_CONFIGS, *GAB_ENCODER_CONFIGS])}"
         ) from None
+
+
+def encoder_config_from_dict(data: dict[str, Any]) -> AnyEncoderConfig:
+    """A stored encoder config: a :class:`GabEncoderConfig` when ``kind`` says so."""
+    if data.get("kind") == GAB_KIND:
+        return GabEncoderConfig.from_dict(data)
+    return EncoderConfig.from_dict(data)

@@ -79,6 +79,9 @@ def export_onnx(
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     model = copy.deepcopy(encoder).to("cpu", torch.float32).eval()
+    exportable = getattr(model, "onnx_exportable", None)  # the GAB encoder: plain RMSNorms
+    if exportable is not None:
+        model = exportable()
     example = torch.zeros(2, SEQUENCE_LENGTH, dtype=torch.uint8)
     with tempfile.TemporaryDirectory(prefix="latentchess-onnx-") as tmp:
         fp32_file = Path(tmp) / "fp32.onnx"

@@ -31,8 +31,9 @@ import torch
 
 from latentchess.encoding import TOKENIZER_VERSION
 from latentchess.errors import ModelFileError
-from latentchess.models.config import EncoderConfig
+from latentchess.models.config import AnyEncoderConfig, EncoderConfig, encoder_config_from_dict
 from latentchess.models.encoder import Encoder
+from latentchess.models.gab_encoder import build_encoder
 from latentchess.models.inference import HASH_LENGTH, LatentModel
 from latentchess.provenance import git_commit as _git_commit
 
@@ -296,9 +297,10 @@ def load_model(
     if is_nnue_dir(path):  # kind "nnue": an evaluation network, not a SOLIS encoder
         return load_nnue(path)  # type: ignore[return-value]
     document = read_model_config(path)
-    config = EncoderConfig.from_dict(document["encoder"])
-    _check_weights_size(path / WEIGHTS_FILE, config)
-    encoder = Encoder(config)
+    config = encoder_config_from_dict(document["encoder"])
+    if isinstance(config, EncoderConfig):
+        _check_weights_size(path / WEIGHTS_FILE, config)
+    encoder = build_encoder(config)
     encoder.load_state_dict(_read_weights(path / WEIGHTS_FILE, encoder))
     content_hash = model_content_hash(path)
     metadata = {k: v for k, v in document.items() if k not in _RESERVED}
@@ -314,11 +316,11 @@ def load_model(
     )
 
 
-def _encoder_config(data: object, file: Path) -> EncoderConfig:
+def _encoder_config(data: object, file: Path) -> AnyEncoderConfig:
     if not isinstance(data, dict):
         raise ModelFileError(f"{str(file)!r}: 'encoder' must be an object, got {data!r}")
     try:
-        return EncoderConfig.from_dict(data)
+        return encoder_config_from_dict(data)
     except (TypeError, ValueError) as error:
         raise ModelFileError(f"{str(file)!r}: bad encoder config {data!r}: {error}") from error
 

@@ -8,9 +8,10 @@ import chess
 import numpy as np
 import torch
 
+from latentchess.evaluation.attribution import MoveAttribution
 from latentchess.models.chessformer_io import ChessformerModel
 
-__all__ = ["plot_attention"]
+__all__ = ["plot_attention", "plot_attribution"]
 
 _GLYPHS = dict(zip("PNBRQKpnbrqk", "♙♘♗♖♕♔♟♞♝♜♛♚", strict=True))
 
@@ -78,6 +79,47 @@ def plot_attention(
     what = "GAB bias" if kind == "gab" else "dot-product attention"
     fig.suptitle(
         f"layer {layer} {what} from {chess.square_name(square)}\n{board.fen()}", fontsize=9
+    )
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def plot_attribution(attribution: MoveAttribution, board: chess.Board, out: str | Path) -> Path:
+    """The squares' integrated-gradients attribution of a move's logit, on the board (red:
+    raises the logit, blue: lowers it), with the move drawn as an arrow."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grid = attribution.squares.reshape(8, 8)[::-1]  # rank 8 at the top
+    limit = float(np.abs(grid).max()) or 1.0
+    fig, ax = plt.subplots(figsize=(5.2, 5.6))
+    image = ax.imshow(grid, cmap="coolwarm", vmin=-limit, vmax=limit)
+    for sq, piece in board.piece_map().items():
+        ax.text(
+            chess.square_file(sq),
+            7 - chess.square_rank(sq),
+            _GLYPHS[piece.symbol()],
+            ha="center",
+            va="center",
+            fontsize=18,
+        )
+    move = attribution.move
+    x0, y0 = chess.square_file(move.from_square), 7 - chess.square_rank(move.from_square)
+    x1, y1 = chess.square_file(move.to_square), 7 - chess.square_rank(move.to_square)
+    ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "lw": 2})
+    ax.set_xticks(range(8), list("abcdefgh"))
+    ax.set_yticks(range(8), [str(r) for r in range(8, 0, -1)])
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="attribution (logit units)")
+    ax.set_title(
+        f"{move.uci()}: logit {attribution.logit:.2f} (baseline {attribution.baseline_logit:.2f}),"
+        f" p = {attribution.probability:.3f}\n{board.fen()}",
+        fontsize=8,
     )
     fig.tight_layout()
     out = Path(out)

@@ -1,4 +1,4 @@
-"""``latentchess plot umap|trajectory|depth-elo``."""
+"""``latentchess plot umap|trajectory|depth-elo|attention|attribution``."""
 
 from __future__ import annotations
 
@@ -45,6 +45,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     attention.add_argument("--model", type=Path, default=None, help="Chessformer model dir")
     attention.add_argument("--out", type=Path, default=Path("attention.png"))
     attention.set_defaults(func=_attention)
+
+    attribution = kinds.add_parser(
+        "attribution", help="a Chessformer move's logit attributed to the squares"
+    )
+    attribution.add_argument("fen", help="the position (FEN, or 'startpos')")
+    attribution.add_argument("--move", default=None, help="UCI move (default: the policy's best)")
+    attribution.add_argument("--elo", type=float, default=1500.0, help="both players' rating")
+    attribution.add_argument("--steps", type=int, default=64, help="integration steps")
+    attribution.add_argument("--model", type=Path, default=None, help="Chessformer model dir")
+    attribution.add_argument("--out", type=Path, default=Path("attribution.png"))
+    attribution.set_defaults(func=_attribution)
 
 
 def _add_space_args(parser: argparse.ArgumentParser) -> None:
@@ -110,4 +121,39 @@ def _attention(args: argparse.Namespace) -> int:
             model, board, square, args.out, layer=args.layer, elo=args.elo, kind=args.kind
         )
     )
+    return 0
+
+
+def _attribution(args: argparse.Namespace) -> int:
+    import chess
+
+    from latentchess.errors import InvalidFenError, LatentChessError
+    from latentchess.evaluation.attribution import attribute_move
+    from latentchess.models.chessformer_io import ChessformerModel
+    from latentchess.plots.attention import plot_attribution
+
+    try:
+        board = chess.Board() if args.fen == "startpos" else chess.Board(args.fen)
+    except ValueError as error:
+        raise InvalidFenError(args.fen, str(error)) from error
+    if not any(board.legal_moves):
+        raise LatentChessError(f"no legal move in {board.fen()!r}")
+    model = ChessformerModel.load(args.model)
+    if args.move is None:
+        move = model.predict([board], args.elo, args.elo)[0].moves[0]
+    else:
+        try:
+            move = chess.Move.from_uci(args.move)
+        except ValueError as error:
+            raise LatentChessError(f"bad move {args.move!r}: expected UCI, e.g. e2e4") from error
+    result = attribute_move(
+        model, board, move, self_elo=args.elo, oppo_elo=args.elo, steps=args.steps
+    )
+    print(
+        f"{move.uci()}: p {result.probability:.3f}, logit {result.logit:.3f}, baseline "
+        f"{result.baseline_logit:.3f}, squares sum {result.squares.sum():.3f} "
+        f"(gap {result.completeness_gap:+.3f})"
+    )
+    print("  " + "  ".join(f"{name} {value:+.3f}" for name, value in result.top(8)))
+    print(plot_attribution(result, board, args.out))
     return 0

@@ -259,9 +259,18 @@ class HorizonSearch:
         self.cache.clear()
 
     def search(
-        self, board: chess.Board, *, depth: int = 3, deadline: float | None = None
+        self,
+        board: chess.Board,
+        *,
+        depth: int = 3,
+        deadline: float | None = None,
+        root_order: list[chess.Move] | None = None,
     ) -> HorizonResult:
-        """Iterative deepening from 1 to ``depth`` plies; depth 1 always completes."""
+        """Iterative deepening from 1 to ``depth`` plies; depth 1 always completes.
+
+        ``root_order`` (e.g. a policy's ranking) orders the root moves of the first iteration;
+        later iterations order them by the previous one's values.
+        """
         if len(self.cache) > self.cache_size:
             self.cache.clear()
         native = Board.from_chess(board)
@@ -269,7 +278,6 @@ class HorizonSearch:
         best = HorizonResult(move=None, value=0.0)
         if not native.legal_moves():
             return best
-        root_order: list[chess.Move] | None = None
         for current in range(1, depth + 1):
             self._deadline = deadline if current > 1 else None
             try:

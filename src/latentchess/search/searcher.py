@@ -39,6 +39,9 @@ class Searcher:
         """Moving estimate of the scorer's cost, used to stop before a deadline."""
         self.move_hints: dict[int, chess.Move] = {}
         """Best (or cutoff) move found at each position, tried first next time."""
+        self.root_policy: Callable[[chess.Board], list[chess.Move]] | None = None
+        """Optional prior: root moves best first (a Chessformer policy); when set, the root
+        expands its first ``width`` moves instead of the ``width`` best-scored ones."""
 
     def observe_speed(self, positions: int, seconds: float) -> None:
         """Update the scorer speed estimate with one measured batch."""

@@ -348,6 +348,12 @@ class Run:
                 for child in group:
                     child.value = -1.0 if white else 1.0
         children.sort(key=_value, reverse=white)
+        root_policy = self.searcher.root_policy
+        if root_policy is not None:
+            # A policy prior picks (and orders) the root moves the search expands: its top
+            # ``width``; the scores above still value every root move.
+            rank = {move: i for i, move in enumerate(root_policy(board))}
+            children.sort(key=lambda c: rank.get(c.move, len(rank)))  # stable: ties by value
         if self.config.mode == "beam":
             return self._beam(board, children, depth)
         top = children[: self.config.width]

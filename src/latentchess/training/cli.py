@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument(
         "--model-config",
         default="tiny",
-        help="a name from latentchess.models.MODEL_CONFIGS (`latentchess models`); default tiny",
+        help="a name from `latentchess models`: a SOLIS encoder (micro, tiny, ...) or a "
+        "contrastive Chessformer GAB encoder (gab-nano, gab-micro, gab-tiny); default tiny",
     )
     p.add_argument(
         "--dropout",

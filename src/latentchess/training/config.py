@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from latentchess.models.config import EncoderConfig, get_config
+from latentchess.models.config import AnyEncoderConfig, EncoderConfig, GabEncoderConfig, get_config
 
 __all__ = ["TrainConfig", "SCHEDULES", "PRECISIONS", "lr_factor"]
 
@@ -44,7 +44,8 @@ class TrainConfig:
     Attributes:
         data: a training cache directory or a dataset directory of Parquet shards.
         out: run directory: ``checkpoints/``, ``metrics.jsonl``, ``model/``, ``training.png``.
-        model: encoder architecture (``--model-config`` picks one of ``MODEL_CONFIGS``); the
+        model: encoder architecture (``--model-config`` picks one of ``MODEL_CONFIGS``, or a
+            ``gab-*`` contrastive Chessformer encoder of ``GAB_ENCODER_CONFIGS``); the
             default is ``tiny`` with dropout 0: with the paper's 0.1, short SGD runs collapsed to
             a near-constant embedding (``benchmarks/results/lr_schedule.md``, Spearman 0.17-0.20
             against 0.93 without dropout after 300 steps).
@@ -86,7 +87,7 @@ class TrainConfig:
 
     data: Path
     out: Path
-    model: EncoderConfig = field(default_factory=lambda: _default_model())
+    model: AnyEncoderConfig = field(default_factory=lambda: _default_model())
     steps: int = 10_000
     max_minutes: float | None = None
     batch_size: int = 128
@@ -118,8 +119,10 @@ class TrainConfig:
         object.__setattr__(self, "out", Path(self.out))
         if self.cache_dir is not None:
             object.__setattr__(self, "cache_dir", Path(self.cache_dir))
-        if not isinstance(self.model, EncoderConfig):
-            raise ValueError(f"model must be an EncoderConfig, got {self.model!r}")
+        if not isinstance(self.model, EncoderConfig | GabEncoderConfig):
+            raise ValueError(
+                f"model must be an EncoderConfig or a GabEncoderConfig, got {self.model!r}"
+            )
         positive_ints = ("steps", "batch_size", "positives", "holdout_max", "eval_positions")
         positive_ints += ("eval_axis_per_side", "axis_per_side", "checkpoint_every", "log_every")
         for name in positive_ints:
@@ -185,7 +188,7 @@ class TrainConfig:
         return config_differences(saved, self.to_dict(), ignore=ignore)
 
 
-def _default_model() -> EncoderConfig:
+def _default_model() -> AnyEncoderConfig:
     return dataclasses.replace(get_config("tiny"), dropout=0.0)
 
 

@@ -21,7 +21,8 @@ import numpy.typing as npt
 import torch
 
 from latentchess.errors import LatentChessError
-from latentchess.models import Encoder, EncoderConfig
+from latentchess.models.config import AnyEncoderConfig
+from latentchess.models.gab_encoder import build_encoder
 from latentchess.models.inference import auto_override, cpu_has_fast_bf16, resolve_precision
 
 __all__ = ["MIN_SPEEDUP", "PROBE_FILE", "measure_step_seconds", "training_precision"]
@@ -32,11 +33,14 @@ PROBE_STEPS = 3
 
 
 def measure_step_seconds(
-    config: EncoderConfig, tokens: npt.NDArray[np.uint8], precision: str, steps: int = PROBE_STEPS
+    config: AnyEncoderConfig,
+    tokens: npt.NDArray[np.uint8],
+    precision: str,
+    steps: int = PROBE_STEPS,
 ) -> float:
     """Best wall time of one forward + backward + SGD step on ``tokens`` (after a warm-up step)."""
     torch.manual_seed(0)
-    encoder = Encoder(config).train()
+    encoder = build_encoder(config).train()
     optimizer = torch.optim.SGD(encoder.parameters(), lr=1e-3)
     batch = torch.from_numpy(np.ascontiguousarray(tokens))
     best = float("inf")
@@ -56,7 +60,7 @@ def measure_step_seconds(
 def training_precision(
     requested: str,
     device: torch.device,
-    config: EncoderConfig,
+    config: AnyEncoderConfig,
     tokens: npt.NDArray[np.uint8],
     cache: Path | None,
 ) -> tuple[str, dict[str, Any]]:

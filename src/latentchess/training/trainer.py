@@ -37,7 +37,8 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from latentchess.errors import LatentChessError
-from latentchess.models import Encoder, save_model
+from latentchess.models import save_model
+from latentchess.models.gab_encoder import build_encoder
 from latentchess.provenance import git_commit as _git_commit
 from latentchess.training.axis import (
     advantage_axis,
@@ -140,7 +141,7 @@ class _Run:
         self._load_data()
         self.precision, self.precision_record = self._resolve_precision()
         torch.manual_seed(cfg.seed)  # identical initial weights on every rank
-        self.encoder = Encoder(cfg.model).to(self.device)
+        self.encoder = build_encoder(cfg.model).to(self.device)
         self.model: torch.nn.Module = self.encoder
         if ctx.distributed:
             ids = [self.device.index] if self.device.type == "cuda" else None

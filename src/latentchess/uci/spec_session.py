@@ -227,6 +227,8 @@ class SpecSession(UciSession):
             score = f" score mate {analysis.mate}"
         elif analysis.score_cp is not None:
             score = f" score cp {analysis.score_cp}"
+        if analysis.wdl is not None:  # engines with a win/draw/loss head (the Chessformer)
+            score += " wdl {} {} {}".format(*analysis.wdl)
         pv = " ".join(move.uci() for move in analysis.pv)
         self.write(
             f"info depth {analysis.depth}{score} nodes {analysis.nodes} "

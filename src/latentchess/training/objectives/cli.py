@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--history", type=int, default=None, help="previous boards (config's default)")
     p.add_argument("--side-features", action="store_true", help="castling/ep/rule-50/repetition")
     p.add_argument("--position", default=None, help="gab, relative, absolute or none")
+    p.add_argument(
+        "--absolute-embedding", action="store_true", help="add a learned per-square embedding"
+    )
     p.add_argument("--steps", type=int, default=10_000)
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--lr", type=float, default=1e-3)
@@ -78,6 +81,8 @@ def _run(args: argparse.Namespace) -> int:
         changes["side_features"] = True
     if args.position is not None:
         changes["position"] = args.position
+    if args.absolute_embedding:
+        changes["absolute_embedding"] = True
     model = dataclasses.replace(model, **changes)
     cfg = ChessformerTrainConfig(
         data=args.data,

@@ -1,0 +1,155 @@
+"""The contrastive GAB encoder against the 77-token SOLIS encoder at equal CPU time.
+
+Both train with the same SupCon trainer on the same training cache (``latentchess train``, one
+thread each, the default recipe: 1 positive per anchor, batch 128, lr 0.03 cosine, seed 0), for
+``--minutes`` each: steps are set from each config's measured steps per minute
+(``--steps-per-minute``) so that the cosine schedule ends with the budget, and ``--max-minutes``
+(1.5x) stops a run the machine slowed down. Then, per model:
+
+* held-out Spearman and pair accuracy (the trainer's final metrics);
+* single-good-move choice: how often greedy, depth-2 and depth-4 minimax (width 3) play
+  Stockfish's best move where it beats the second best by ``--gap`` cp, on held-out positions
+  (``strength_study.good_move_positions``), with Wilson 95% intervals;
+* with ``--ladder-games N``: the Elo ladder at depth 4 and 6 (``latentchess ladder``), 95%
+  intervals.
+
+Results: ``OUT/gab_vs_solis.json`` and ``.md``. The real run (2 hours each, as the issue asks)::
+
+    .venv/bin/latentchess data import-csv ../shared/data/sf15-selfplay-mpv1.csv.gz --out data/sf15
+    .venv/bin/latentchess data build-cache data/sf15 --out data/sf15-cache
+    .venv/bin/python benchmarks/gab_vs_solis.py --dataset data/sf15 --runs runs/gab-vs-solis \
+        --minutes 120 --ladder-games 12
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from latentchess.provenance import git_commit
+from strength_study import good_move_positions, model_metrics, move_choice
+
+REPO = Path(__file__).resolve().parents[1]
+LATENTCHESS = str(Path(sys.executable).with_name("latentchess"))
+RECIPE = ["--positives", "1", "--batch-size", "128", "--lr", "0.03", "--schedule", "cosine"]
+
+
+def _train(args: argparse.Namespace, config: str, steps_per_minute: float) -> Path:
+    out = args.runs / config
+    if args.reuse and (out / "model" / "config.json").exists():
+        return out / "model"  # --reuse: score the model a run wrote, do not continue it
+    steps = max(int(steps_per_minute * args.minutes), 2)
+    command = [
+        LATENTCHESS, "train", "--data", str(args.cache), "--out", str(out),
+        "--model-config", config, *RECIPE, "--steps", str(steps),
+        "--max-minutes", str(1.5 * args.minutes), "--threads", "1",
+        "--eval-every", str(max(steps // 4, 1)), "--checkpoint-every", str(max(steps // 10, 1)),
+        "--seed", "0", "--precision", "fp32", "--no-progress",
+    ]  # fmt: skip
+    print(f"train {config}: {' '.join(command)}", file=sys.stderr, flush=True)
+    with (args.runs / f"{config}.log").open("ab") as log:
+        subprocess.run(command, stdout=log, stderr=log, check=True)
+    return out / "model"
+
+
+def _ladder(model: Path, depth: int, games: int, out: Path) -> dict[str, Any]:
+    result = out / f"ladder_d{depth}.json"
+    command = [
+        LATENTCHESS, "ladder", f"latent:model={model},depth={depth}", "--limit",
+        f"depth={depth}", "--opponent-limit", "50ms", "--adjudicate",
+        "--games-per-rung", str(games), "--calibration-games", "20", "--no-progress",
+        "--json", str(result), "--pgn", str(out / f"ladder_d{depth}.pgn"),
+    ]  # fmt: skip
+    subprocess.run(command, check=True)
+    return json.loads(result.read_text())
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dataset", type=Path, required=True, help="the shared data as Parquet")
+    p.add_argument("--cache", type=Path, help="its training cache (default: DATASET-cache)")
+    p.add_argument("--runs", type=Path, required=True)
+    p.add_argument("--minutes", type=float, default=120.0, help="training minutes per encoder")
+    p.add_argument(
+        "--steps-per-minute",
+        default="micro=65,gab-micro=40",
+        help="CONFIG=RATE,... one thread (measure: steps / train_seconds of a short run)",
+    )
+    p.add_argument("--gap", type=float, default=150.0)
+    p.add_argument("--positions", type=int, default=400)
+    p.add_argument("--ladder-games", type=int, default=0, help="games per rung (0: no ladder)")
+    p.add_argument("--out", type=Path, default=REPO / "benchmarks/results/gab_encoder")
+    p.add_argument("--label", default="")
+    p.add_argument("--reuse", action="store_true", help="score existing models, train no more")
+    args = p.parse_args()
+    args.cache = args.cache or args.dataset.with_name(args.dataset.name + "-cache")
+    args.runs.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rates = {k: float(v) for k, v in (item.split("=") for item in args.steps_per_minute.split(","))}
+    started = time.time()
+    models = {config: _train(args, config, rate) for config, rate in rates.items()}
+    positions = good_move_positions(args.dataset, gap_cp=args.gap, count=args.positions, seed=0)
+    results: dict[str, Any] = {}
+    for config, path in models.items():
+        metrics = model_metrics(path)
+        results[config] = {
+            "train_minutes": round(metrics["train_minutes"], 1),
+            "steps": metrics["steps"],
+            "spearman": metrics["spearman"],
+            "pair_accuracy": metrics["pair_accuracy"],
+            "move_choice": move_choice(path, positions),
+        }
+        if args.ladder_games:
+            results[config]["ladder"] = {
+                depth: _ladder(path, depth, args.ladder_games, args.runs / config)
+                for depth in (4, 6)
+            }
+        print(config, json.dumps(results[config]), file=sys.stderr, flush=True)
+    payload = {
+        "label": args.label,
+        "command": shlex.join([Path(sys.executable).name, *sys.argv]),
+        "commit": git_commit(),
+        "load_average_1min": os.getloadavg()[0],
+        "positions": len(positions),
+        "gap_cp": args.gap,
+        "wall_minutes": round((time.time() - started) / 60, 1),
+        "results": results,
+    }
+    (args.out / "gab_vs_solis.json").write_text(json.dumps(payload, indent=1) + "\n")
+    lines = [
+        "# GAB encoder vs 77-token encoder" + (f" ({args.label})" if args.label else ""),
+        "",
+        f"Equal budget: {args.minutes:g} min of steps at the given rates, stopped at "
+        f"{1.5 * args.minutes:g} min (one thread each; the minutes column is what each took), "
+        "the default recipe; "
+        f"single good move: {len(positions)} held-out positions (gap >= {args.gap:g} cp), "
+        f"Wilson 95% intervals. Load average {payload['load_average_1min']:.1f}. Command: "
+        f"`{payload['command']}`.",
+        "",
+        "| encoder | steps | minutes | Spearman | pair acc. | greedy | minimax d2 | minimax d4 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for config, row in results.items():
+        choice = row["move_choice"]
+        cells = [
+            f"{choice[m]['rate']:.3f} [{choice[m]['interval'][0]:.2f}, "
+            f"{choice[m]['interval'][1]:.2f}]"
+            for m in ("greedy", "minimax_d2", "minimax_d4")
+        ]
+        lines.append(
+            f"| {config} | {row['steps']} | {row['train_minutes']} | {row['spearman']:.3f} | "
+            f"{row['pair_accuracy']:.3f} | " + " | ".join(cells) + " |"
+        )
+    (args.out / "gab_vs_solis.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
