@@ -57,10 +57,10 @@ class LoopSettings:
     Attributes:
         out: run directory.
         steps: optimiser steps in all.
-        lr: peak AdamW learning rate.
+        lr: peak learning rate (of the optimiser that ``run_objective`` builds).
         warmup: linear warm-up steps.
         schedule: ``"cosine"`` or ``"constant"``.
-        weight_decay: AdamW weight decay.
+        weight_decay: weight decay (used by the default AdamW factory).
         grad_clip: global gradient-norm clip (0: none).
         max_minutes: wall-clock budget of one invocation (``None``: none).
         eval_every: steps between evaluations (0: only at the end).

@@ -108,9 +108,9 @@ def train(cfg: TrainConfig, *, on_step: Callable[[int], None] | None = None) -> 
         objectives.append(SupConObjective(cfg, ctx))
         return objectives[-1]
 
-    def sgd(model: nn.Module, settings: LoopSettings) -> torch.optim.Optimizer:
+    def sgd(model: nn.Module, s: LoopSettings) -> torch.optim.Optimizer:
         return torch.optim.SGD(
-            model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
+            model.parameters(), lr=s.lr, momentum=cfg.momentum, weight_decay=s.weight_decay
         )
 
     result = run_objective(
