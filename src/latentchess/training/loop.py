@@ -1,14 +1,16 @@
 """The objective-agnostic training loop: resume, atomic checkpoints, progress, metrics, DDP.
 
 An :class:`Objective` says what one step computes (its batch, loss and metrics), how to
-evaluate and how to export; :func:`run_objective` does everything else, the same way as the SupCon
-trainer (:mod:`latentchess.training.trainer`), with whose checkpoint, metrics-log, signal and
-distributed helpers it is built:
+evaluate and how to export; :func:`run_objective` does everything else. Every model of the project
+that trains on the SOLIS data goes through it: the SupCon encoder
+(:mod:`latentchess.training.objectives.supcon`, entry point :mod:`latentchess.training.trainer`)
+and the Chessformer (:mod:`latentchess.training.objectives.chessformer`):
 
 * a checkpoint in ``out/checkpoints/last.pt`` is resumed automatically (config and data
   fingerprint must match); it is written atomically every ``checkpoint_every`` steps, on a time
-  budget, on SIGINT/SIGTERM and at the end;
-* ``out/metrics.jsonl`` gets ``start``, ``train`` (loss, metrics, lr, positions/s), ``eval`` and
+  budget, on SIGINT/SIGTERM and at the end; the torch random state of every rank is in it, so a
+  resumed run continues bit-identically;
+* ``out/metrics.jsonl`` gets ``start``, ``train`` (loss, metrics, lr, rate), ``eval`` and
   ``final`` records; a progress bar shows the rate and ETA;
 * under ``torchrun`` each rank computes its share of the global batch and the model is wrapped in
   ``DistributedDataParallel``; rank 0 logs, evaluates, checkpoints and exports.
@@ -28,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -55,10 +57,10 @@ class LoopSettings:
     Attributes:
         out: run directory.
         steps: optimiser steps in all.
-        lr: peak AdamW learning rate.
+        lr: peak learning rate (of the optimiser that ``run_objective`` builds).
         warmup: linear warm-up steps.
         schedule: ``"cosine"`` or ``"constant"``.
-        weight_decay: AdamW weight decay.
+        weight_decay: weight decay (used by the default AdamW factory).
         grad_clip: global gradient-norm clip (0: none).
         max_minutes: wall-clock budget of one invocation (``None``: none).
         eval_every: steps between evaluations (0: only at the end).
@@ -68,6 +70,10 @@ class LoopSettings:
         progress: show a progress bar.
         resumable_changes: config keys that may change on resume.
         config: the run's full config as a JSON-ready dict (stored and compared on resume).
+        rate_key: name of the rate in ``train`` records (``positions_per_step`` per second).
+        eval_at_start: evaluate once before the first step of a fresh run (when ``eval_every``).
+        resume_differences: given the checkpoint's config, the differences that forbid resuming
+            (replaces the comparison of ``config`` outside ``resumable_changes``).
     """
 
     out: Path
@@ -85,29 +91,47 @@ class LoopSettings:
     progress: bool
     resumable_changes: frozenset[str]
     config: dict[str, Any]
+    rate_key: str = "positions_per_s"
+    eval_at_start: bool = False
+    resume_differences: Callable[[dict[str, Any]], list[str]] | None = None
 
 
-class Objective(Protocol):
-    """One training task: model, data and loss. ``model`` is the bare (unwrapped) module."""
+class Objective:
+    """One training task: model, data and loss. ``model`` is the bare (unwrapped) module.
+
+    Subclasses set ``model`` and ``fingerprint`` and implement :meth:`loss`, :meth:`evaluate`,
+    :meth:`export` and :meth:`summary`; :meth:`start_info` and :meth:`ranks_changed` are optional.
+    """
 
     model: nn.Module
     fingerprint: str
 
     def loss(self, model: nn.Module, step: int) -> tuple[Tensor, dict[str, float]]:
         """This rank's share of global batch ``step`` through ``model``: (loss, metrics)."""
-        ...
+        raise NotImplementedError
 
     def evaluate(self) -> dict[str, float]:
         """Held-out metrics (rank 0 only; the model is in eval mode, no gradients)."""
-        ...
+        raise NotImplementedError
 
     def export(self, model_dir: Path, training: dict[str, Any]) -> dict[str, Any]:
         """Evaluate on all held-out data, write the model directory, return the final metrics."""
-        ...
+        raise NotImplementedError
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready description of the data for the ``start`` record."""
-        ...
+        raise NotImplementedError
+
+    def start_info(self) -> dict[str, Any]:
+        """Extra JSON-ready fields of the ``start`` record (e.g. the precision decided)."""
+        return {}
+
+    def ranks_changed(self, saved_world_size: int, step: int) -> None:
+        """Resuming a checkpoint of ``saved_world_size`` ranks on another number of ranks.
+
+        The saved per-rank random states cannot be continued then; an objective whose model
+        draws random numbers (dropout) reseeds them here. By default they stay as built.
+        """
 
 
 @dataclass(frozen=True)
@@ -213,9 +237,12 @@ class _Loop:
         if not self.checkpoint_path.exists():
             return None
         state = load_checkpoint(self.checkpoint_path)
-        differences = config_differences(
-            state["config"], self.s.config, ignore=self.s.resumable_changes
-        )
+        if self.s.resume_differences is not None:
+            differences = self.s.resume_differences(state["config"])
+        else:
+            differences = config_differences(
+                state["config"], self.s.config, ignore=self.s.resumable_changes
+            )
         if differences:
             raise LatentChessError(
                 f"{self.checkpoint_path} was written by a run with other settings; use another "
@@ -235,6 +262,8 @@ class _Loop:
             torch.set_rng_state(rng[self.ctx.rank]["cpu"])
             if self.ctx.device.type == "cuda" and "cuda" in rng[self.ctx.rank]:
                 torch.cuda.set_rng_state(rng[self.ctx.rank]["cuda"], self.ctx.device)
+        else:
+            self.objective.ranks_changed(len(rng), self.step)
         return self.step
 
     def _check_ranks_in_sync(self) -> None:
@@ -297,14 +326,18 @@ class _Loop:
                     "resumed": resumed is not None,
                     "world_size": ctx.world_size,
                     "device": str(ctx.device),
+                    **self.objective.start_info(),
                     "threads": torch.get_num_threads(),
                     "data": self.objective.summary(),
                 }
             )
-        if self.step >= s.steps and (model_dir / "config.json").exists():
+        if self.step >= s.steps and (model_dir / "config.json").exists():  # nothing left to do
             stored = json.loads((model_dir / "config.json").read_text()).get("metrics", {})
-            return self._result("completed", model_dir, resumed, started, stored)
+            main_dir = model_dir if ctx.is_main else None
+            return self._result("completed", main_dir, resumed, started, stored)
         with self._signals():
+            if s.eval_at_start and s.eval_every and ctx.is_main and self.step == 0:
+                self._evaluate()
             stop = self._loop(started, on_step)
         self._check_ranks_in_sync()
         if stop == "signal":
@@ -385,18 +418,19 @@ class _Loop:
                 out_of_time = ctx.any(out_of_time)
                 if window_steps == s.log_every or signalled or out_of_time:
                     rate = window_steps * s.positions_per_step / max(window_seconds, 1e-9)
-                    record = {key: value / window_steps for key, value in window.items()}
+                    record: dict[str, Any] = {"kind": "train", "step": self.step}
+                    record.update({key: value / window_steps for key, value in window.items()})
                     record.update(
-                        kind="train",
-                        step=self.step,
-                        lr=self.scheduler.get_last_lr()[0],
-                        positions_per_s=rate,
-                        elapsed_s=self.elapsed,
+                        {
+                            "lr": self.scheduler.get_last_lr()[0],
+                            s.rate_key: rate,
+                            "elapsed_s": self.elapsed,
+                        }
                     )
                     if ctx.is_main:
                         self.log.write(record)
                     if bar is not None:
-                        bar.set_postfix(loss=f"{record['loss']:.3f}", pos_s=f"{rate:.0f}")
+                        bar.set_postfix(loss=f"{record['loss']:.4f}", per_s=f"{rate:.0f}")
                     window, window_steps, window_seconds = {}, 0, 0.0
                 if bar is not None:
                     bar.update(1)

@@ -34,7 +34,7 @@ from latentchess.models.chessformer_io import save_chessformer
 from latentchess.squares import POLICY_SIZE
 from latentchess.training.data import AnchorOrder, step_rng
 from latentchess.training.distributed import DistContext
-from latentchess.training.loop import LoopResult, LoopSettings, run_objective
+from latentchess.training.loop import LoopResult, LoopSettings, Objective, run_objective
 
 __all__ = [
     "ChessformerTrainConfig",
@@ -176,7 +176,7 @@ def _fingerprint(data: MoveData) -> str:
     return digest.hexdigest()[:16]
 
 
-class ChessformerObjective:
+class ChessformerObjective(Objective):
     """Policy + value on :class:`MoveData` (see the module docstring)."""
 
     def __init__(self, cfg: ChessformerTrainConfig, ctx: DistContext) -> None:
