@@ -3,7 +3,9 @@
 Modules: ``limits`` (per-side limit strings), ``openings`` (PGN/EPD/Polyglot/ECO openings),
 ``game`` (one game and its PGN record), ``match`` (concurrent, resumable matches), ``elo``
 (BayesElo fits), ``ladder`` (bracket search against rated opponents), ``puzzles`` (Lichess-format
-puzzles), ``epd`` (bm/am and STS suites), ``workers`` (one engine per thread over many items).
+puzzles), ``epd`` (bm/am and STS suites), ``workers`` (one engine per thread over many items),
+``human`` (human move matching per rating band), ``attention`` (the Chessformer paper's attention
+analysis) and ``attribution`` (integrated gradients of a Chessformer move over the squares).
 Names below load on first use, so importing this package stays cheap.
 """
 

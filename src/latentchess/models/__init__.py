@@ -1,7 +1,7 @@
-"""Models: encoder architecture, configurations, and model files (never imports training/search).
+"""Models: the SOLIS and GAB encoders, the Chessformer, configurations, model files, precision.
 
-Names are loaded on first use (PEP 562), so importing this package (e.g. for the command-line
-parser) does not import PyTorch.
+Never imports training or search. Names are loaded on first use (PEP 562), so importing this
+package (e.g. for the command-line parser) does not import PyTorch.
 """
 
 from __future__ import annotations

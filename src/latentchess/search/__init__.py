@@ -36,7 +36,9 @@ Modules: ``base`` (settings, results, value scale), ``cache`` (the embedding cac
 fixed-depth search: child generation, minimax with cutoffs, beam), ``searcher`` (iterative
 deepening under time, node and stop limits), ``hybrid`` (the seams where the latent scorer meets
 the native alpha-beta: ``BatchScorer``, ``CandidateProposer``, ply-1 move orders and the
-latent-leaf horizon search; imported on its own, as it needs the native core).
+latent-leaf horizon search; imported on its own, as it needs the native core), ``policy`` (a
+Chessformer policy as the root-move prior of the latent and hybrid searches, ``policy=human``).
+The native alpha-beta search is not here: it is C++ (:mod:`latentchess.core.search`).
 """
 
 from latentchess.search.base import (

@@ -1,4 +1,5 @@
-"""Training: the SupCon loss, positives sampling, the training loop and the advantage axis.
+"""Training: the shared loop (``loop``) and its objectives (``objectives.supcon``: the SOLIS
+encoder; ``objectives.chessformer``), the SupCon loss (``losses``), positives, the advantage axis.
 
 Names are imported on first use (PEP 562), so ``latentchess.training.cli`` stays light.
 """

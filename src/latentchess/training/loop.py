@@ -1,10 +1,11 @@
 """The objective-agnostic training loop: resume, atomic checkpoints, progress, metrics, DDP.
 
 An :class:`Objective` says what one step computes (its batch, loss and metrics), how to
-evaluate and how to export; :func:`run_objective` does everything else. Every model of the project
-that trains on the SOLIS data goes through it: the SupCon encoder
+evaluate and how to export; :func:`run_objective` does everything else. The SupCon encoder
 (:mod:`latentchess.training.objectives.supcon`, entry point :mod:`latentchess.training.trainer`)
-and the Chessformer (:mod:`latentchess.training.objectives.chessformer`):
+and the Chessformer (:mod:`latentchess.training.objectives.chessformer`) train through it; the
+NNUE trainer (:mod:`latentchess.nnue.train`) is a separate loop on its feature cache that shares
+only the checkpoint, metrics-log and process-group modules. What the loop does:
 
 * a checkpoint in ``out/checkpoints/last.pt`` is resumed automatically (config and data
   fingerprint must match); it is written atomically every ``checkpoint_every`` steps, on a time

@@ -6,6 +6,13 @@ Pure functions (``protocol``) parse each input line into a command dataclass
 loop that reads stdin and writes stdout (flushed after every line). The search runs in its own
 thread, so ``stop``, ``isready`` and ``quit`` are answered at once.
 
+Which engine answers: ``latentchess uci`` runs an
+:class:`~latentchess.uci.switch.EngineSwitchSession` (``switch``) on the engine ``--engine`` names,
+by default :data:`~latentchess.engines.default.DEFAULT_ENGINE_SPEC` (``ab``); the ``Engine`` option
+changes it mid-session. The latent planner (``latent[:...]``) runs in :class:`UciSession` itself,
+every other spec in :class:`~latentchess.uci.spec_session.SpecSession` (``spec_session``), which
+keeps the same conversation and swaps the engine hooks.
+
 Behaviour worth knowing:
 
 * Unknown or malformed input gets an ``info string`` and is otherwise ignored; unknown tokens
@@ -15,13 +22,13 @@ Behaviour worth knowing:
   problem; the previous valid position stays current, so a following ``go`` answers a legal move
   for it (or ``bestmove 0000`` if no position was ever set). Inconsistent castling rights or an
   impossible en-passant square are repaired with a warning.
-* ``go`` in a position without legal moves answers ``bestmove 0000``. If the model cannot be
-  loaded, ``go`` answers ``info string`` with the reason and a legal fallback move (a capture if
+* ``go`` in a position without legal moves answers ``bestmove 0000``. If the latent model cannot
+  be loaded, ``go`` answers ``info string`` with the reason and a legal fallback move (a capture if
   any, else the first generated move) so that no game is forfeited; the engine keeps running and a
   later ``setoption name Model`` can fix it. Should the search itself fail, the
   first legal move is played.
-* The model is loaded in the background after ``uci``; ``isready`` answers ``readyok`` once it is
-  loaded (or failed), and time limits of a ``go`` count from when it arrived, so loading time is
+* The latent model is loaded in the background after ``uci``; ``isready`` answers ``readyok``
+  once it is loaded (or failed), and time limits of a ``go`` count from when it arrived, so loading time is
   never taken from the engine's clock unnoticed.
 * ``go ponder`` searches like ``go infinite``; ``ponderhit`` then gives the search the time budget
   of that ``go``'s clock, counted from the ponderhit.

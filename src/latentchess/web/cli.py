@@ -48,7 +48,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--port", type=_port, default=8000, help="port, 0 for any (default: %(default)s)"
     )
     serve.add_argument("--no-browser", action="store_true", help="do not open a browser")
-    serve.add_argument("--model", type=Path, metavar="DIR", help="model (default: the default)")
+    serve.add_argument(
+        "--model",
+        type=Path,
+        metavar="DIR",
+        help="latent model of the latent view, the explanations and the 'latent' opponent "
+        "(default: the shipped model)",
+    )
     serve.add_argument(
         "--precision",
         default="auto",
@@ -81,7 +87,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     explain.add_argument("fen", help="position (FEN, or 'startpos')")
     explain.add_argument("move", help="move in UCI (e2e4) or SAN (e4)")
     explain.add_argument("--png", type=Path, metavar="OUT", help="write the heat map here")
-    explain.add_argument("--model", type=Path, metavar="DIR", help="model (default: the default)")
+    explain.add_argument(
+        "--model", type=Path, metavar="DIR", help="latent model (default: the shipped model)"
+    )
     explain.add_argument(
         "--precision",
         default="fp32",
