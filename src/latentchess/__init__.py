@@ -1,4 +1,4 @@
-"""latentchess: a chess engine that plans in a learned embedding space.
+"""latentchess: a chess-AI workbench around engines that plan in a learned embedding space.
 
 The light core (tokenizer, win probabilities, errors) is imported eagerly; everything that needs
 PyTorch is imported on first use, so ``import latentchess`` stays fast.

@@ -12,6 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from latentchess.engines.default import DEFAULT_ENGINE_SPEC
 from latentchess.errors import LatentChessError
 
 __all__ = ["main", "build_parser"]
@@ -36,7 +37,10 @@ _COMMAND_MODULES = (
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="latentchess",
-        description="Chess engine and research toolkit that plans in a learned embedding space.",
+        description="Chess engines and a research toolkit around planning in a learned embedding "
+        f"space. Commands with an --engine option use {DEFAULT_ENGINE_SPEC!r} (native alpha-beta, "
+        "the strongest engine measured here) unless it names another; '--engine latent' is the "
+        "latent planner.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in _COMMAND_MODULES:

@@ -38,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     """Add this area's subcommands to the ``latentchess`` parser."""
     uci = subparsers.add_parser(
         "uci",
-        help="run the engine as a UCI engine on stdin/stdout (GUIs, cutechess, lichess-bot)",
+        help=f"speak UCI on stdin/stdout (GUIs, cutechess, lichess-bot) as {DEFAULT_ENGINE_SPEC!r} "
+        "or the --engine spec",
         description=f"Speak UCI on stdin/stdout with the engine --engine names (default "
         f"{DEFAULT_ENGINE_SPEC!r}); the UCI option 'Engine' switches it in a running session. The "
         "latent engine's model loads in the background after 'uci'.",
@@ -49,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     best = subparsers.add_parser(
         "bestmove",
-        help="print the engine's move for a position",
+        help=f"print the engine's move for a position ({DEFAULT_ENGINE_SPEC!r} unless --engine)",
         description="Print the move (UCI) on stdout and the search summary on stderr.",
     )
     _position_arguments(best)
@@ -94,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     play = subparsers.add_parser(
         "play",
-        help="play against the engine in the terminal",
+        help=f"play against the engine in the terminal ({DEFAULT_ENGINE_SPEC!r} unless --engine)",
         description="Play a game in the terminal: SAN or UCI moves; help, moves, undo, resign, "
         "quit.",
     )

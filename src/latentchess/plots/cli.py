@@ -9,7 +9,11 @@ from pathlib import Path
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the ``plot`` command group."""
-    plot = subparsers.add_parser("plot", help="draw the latent space, game paths, Elo vs depth")
+    plot = subparsers.add_parser(
+        "plot",
+        help="draw the latent space, game paths, Elo vs depth, Chessformer attention and "
+        "attribution",
+    )
     kinds = plot.add_subparsers(dest="plot_kind", metavar="KIND", required=True)
 
     umap_parser = kinds.add_parser("umap", help="UMAP of labelled positions with the axis")

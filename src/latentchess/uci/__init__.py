@@ -28,8 +28,8 @@ Behaviour worth knowing:
   later ``setoption name Model`` can fix it. Should the search itself fail, the
   first legal move is played.
 * The latent model is loaded in the background after ``uci``; ``isready`` answers ``readyok``
-  once it is loaded (or failed), and time limits of a ``go`` count from when it arrived, so loading time is
-  never taken from the engine's clock unnoticed.
+  once it is loaded (or failed), and time limits of a ``go`` count from when it arrived, so
+  loading time is never taken from the engine's clock unnoticed.
 * ``go ponder`` searches like ``go infinite``; ``ponderhit`` then gives the search the time budget
   of that ``go``'s clock, counted from the ponderhit.
 """

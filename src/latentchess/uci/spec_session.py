@@ -3,10 +3,13 @@
 The conversation (parsing, positions, ``go``/``stop``/``ponderhit``, one ``bestmove`` per
 ``go``, refusals as ``info string``) is :class:`~latentchess.uci.session.UciSession`'s; this
 subclass only swaps the engine hooks: its options are ``Hash``, ``Threads``, ``MultiPV``,
-``Move Overhead`` and ``Clear Hash``, and its search is the engine's. Engines with a streaming
-``search`` (the ``ab`` engine) send one ``info`` line per iteration and MultiPV line and stop at
-once on ``stop``; any other :class:`~latentchess.engines.base.Engine` is asked ``analyse`` and
-reported once (an infinite search of such an engine runs to its own depth and then waits).
+``Move Overhead`` and ``Clear Hash``, plus ``EvalFile`` for ``ab`` and the options an engine
+declares itself (``hybrid``: ``HybridMode``, ``HybridK``; ``chessformer``: ``Elo``, ``SelfElo``,
+``OppoElo``, ``Temperature``, ``TopP``, ``CfMode``), and its search is the engine's. Engines
+with a streaming ``search`` (the ``ab`` engine) send one ``info`` line per iteration and MultiPV
+line and stop at once on ``stop``; any other :class:`~latentchess.engines.base.Engine` is asked
+``analyse`` and reported once (an infinite search of such an engine runs to its own depth and
+then waits).
 """
 
 from __future__ import annotations
