@@ -64,6 +64,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     e.add_argument("--to", type=Path, default=None, help="model directory (default RUN/model)")
     e.set_defaults(func=_export)
 
+    s = sub.add_parser(
+        "label-static",
+        help="label positions with Stockfish's static evaluation (fast NNUE training data)",
+        description="Read FENs (first CSV column) from the sources, play 0-2 random legal moves "
+        "from each, keep the quiet results and write them with Stockfish's static 'eval' as "
+        "labelled CSV parts (depth 0, no best move). Resumable; --shard I/N splits the work.",
+    )
+    s.add_argument("sources", type=Path, nargs="+", metavar="CSV", help="position sources")
+    s.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
+    s.add_argument("--stockfish", default="/usr/games/stockfish", help="Stockfish binary")
+    s.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N", help="default 0/1")
+    s.add_argument("--chunk", type=int, default=50_000, help="input positions per part")
+    s.add_argument(
+        "--random-plies",
+        type=_weights,
+        default=(0.5, 0.3, 0.2),
+        metavar="W0,W1,...",
+        help="weights of 0, 1, 2, ... random plies before labelling (default 0.5,0.3,0.2)",
+    )
+    s.add_argument("--limit", type=int, default=None, help="stop after this many input positions")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--no-progress", action="store_true")
+    s.set_defaults(func=_label_static)
+
     i = sub.add_parser("info", help="print an NNUE model directory's config")
     i.add_argument("model", type=Path)
     i.set_defaults(func=_info)
@@ -107,6 +131,41 @@ def _train(args: argparse.Namespace) -> int:
             }
         )
     )
+    return 0
+
+
+def _shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    try:
+        return int(index), int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected I/N, got {text!r}") from None
+
+
+def _weights(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(w) for w in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated weights, got {text!r}") from None
+
+
+def _label_static(args: argparse.Namespace) -> int:
+    from latentchess.nnue.distil import DistilConfig, label_static
+
+    counts = label_static(
+        DistilConfig(
+            sources=tuple(args.sources),
+            out=args.out,
+            stockfish=args.stockfish,
+            shard=args.shard,
+            chunk=args.chunk,
+            random_plies=args.random_plies,
+            limit=args.limit,
+            seed=args.seed,
+            progress=not args.no_progress,
+        )
+    )
+    print(json.dumps(counts))
     return 0
 
 

@@ -1,9 +1,11 @@
 """Feature cache for NNUE training: labelled CSV rows -> memory-mapped feature arrays, once.
 
 Sources are the project's labelled CSVs (``fen,cp_white,mate_white,win_prob_white,best_move,
-depth,multipv_gap_cp``, gzip or plain), each given as ``PATH[:ROWS[:EVERY]]``: every ``EVERY``-th
+depth,multipv_gap_cp``, gzip or plain; or a directory of them, such as ``nnue label-static``'s
+output), each given as ``PATH[:ROWS[:EVERY]]``: every ``EVERY``-th
 row, at most ``ROWS`` of them. The thesis's filters drop a row when it holds a mate score, when
-``|cp| > 5000``, when the side to move is in check, or when the best move is a capture.
+``|cp| > 5000``, when the side to move is in check, or when the best move is a capture. Rows with
+no best move are static-evaluation labels (:mod:`latentchess.nnue.distil`), quiet when made.
 
 Cache directory layout::
 
@@ -88,27 +90,39 @@ def pad_features(active: npt.NDArray[np.int64], width: int, pad: int) -> npt.NDA
     return out
 
 
-def _rows(source: Source) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of the selected rows of a source."""
-    opener = gzip.open if source.path.suffix == ".gz" else open
-    if not source.path.exists():
-        raise LatentChessError(f"data file {str(source.path)!r} does not exist")
+def _lines(path: Path) -> Iterator[tuple[Path, int, str]]:
+    """(file, line number, line) of a CSV, or of every ``*.csv[.gz]`` in a directory in order."""
+    if not path.exists():
+        raise LatentChessError(f"data file {str(path)!r} does not exist")
+    files = (
+        sorted(p for p in path.iterdir() if p.name.endswith((".csv", ".csv.gz")))
+        if path.is_dir()
+        else [path]
+    )
+    for file in files:
+        opener = gzip.open if file.suffix == ".gz" else open
+        with opener(file, "rb") as raw:
+            for number, line in enumerate(io.TextIOWrapper(raw, encoding="utf-8"), start=1):
+                yield file, number, line
+
+
+def _rows(source: Source) -> Iterator[tuple[Path, int, list[str]]]:
+    """(file, line number, fields) of the selected rows of a source (a CSV or a directory of them)."""
     taken = 0
-    with opener(source.path, "rb") as raw:
-        for number, line in enumerate(io.TextIOWrapper(raw, encoding="utf-8"), start=1):
-            if (number - 1) % source.every:
-                continue
-            if source.rows is not None and taken >= source.rows:
-                return
-            taken += 1
-            fields = line.rstrip("\n").split(",")
-            if len(fields) < 5:
-                raise DataFormatError(
-                    f"expected >= 5 comma-separated fields, got {line.strip()!r}",
-                    path=source.path,
-                    line=number,
-                )
-            yield number, fields
+    for index, (file, number, line) in enumerate(_lines(source.path)):
+        if index % source.every:
+            continue
+        if source.rows is not None and taken >= source.rows:
+            return
+        taken += 1
+        fields = line.rstrip("\n").split(",")
+        if len(fields) < 5:
+            raise DataFormatError(
+                f"expected >= 5 comma-separated fields, got {line.strip()!r}",
+                path=file,
+                line=number,
+            )
+        yield file, number, fields
 
 
 def _all_features(board: chess.Board) -> tuple[list[int], list[int]]:
@@ -135,7 +149,7 @@ def _encode(
 
 
 def _label(
-    fields: list[str], source: Source, number: int, feature_set: FeatureSet, width: int, pqr: bool
+    fields: list[str], path: Path, number: int, feature_set: FeatureSet, width: int, pqr: bool
 ) -> tuple[str, tuple[Any, ...] | None]:
     """(filter verdict, (features, stm, score[, pqr features]) or None)."""
     fen, cp_text, mate_text, _, best = fields[:5]
@@ -144,16 +158,21 @@ def _label(
     try:
         cp = float(cp_text)
         board = chess.Board(fen)
-        move = chess.Move.from_uci(best)
+        move = chess.Move.from_uci(best) if best else None
     except ValueError as error:
-        raise DataFormatError(f"bad row: {error}", path=source.path, line=number) from error
+        raise DataFormatError(f"bad row: {error}", path=path, line=number) from error
     if abs(cp) > MAX_ABS_SCORE:
         return "large_score", None
     if board.is_check():
         return "in_check", None
+    if move is None:  # a static-evaluation label: quietness was checked when it was made
+        if pqr:
+            return "no_best_move", None
+        stm = 0 if board.turn == chess.WHITE else 1
+        return "kept", (_encode(board, feature_set, width), stm, cp if stm == 0 else -cp)
     if not board.is_legal(move):
         raise DataFormatError(
-            f"illegal best move {best!r} in {fen!r}", path=source.path, line=number
+            f"illegal best move {best!r} in {fen!r}", path=path, line=number
         )
     if board.is_capture(move):
         return "capture", None
@@ -193,7 +212,7 @@ def _native_labeller(feature_set: FeatureSet, pqr: bool) -> Any:
 
 
 def _label_native(
-    native: Any, fields: list[str], source: Source, number: int, width: int, feature_set: FeatureSet
+    native: Any, fields: list[str], path: Path, number: int, width: int, feature_set: FeatureSet
 ) -> tuple[str, tuple[Any, ...] | None]:
     """:func:`_label` through the core (same filters, same features; equality is tested)."""
     fen, cp_text, mate_text, _, best = fields[:5]
@@ -203,22 +222,23 @@ def _label_native(
         cp = float(cp_text)
         position = native.Position(fen)
     except ValueError as error:
-        raise DataFormatError(f"bad row: {error}", path=source.path, line=number) from error
+        raise DataFormatError(f"bad row: {error}", path=path, line=number) from error
     if abs(cp) > MAX_ABS_SCORE:
         return "large_score", None
     if position.in_check():
         return "in_check", None
-    try:
-        bits = position.parse_uci(best)
-        legal = position.is_legal(bits)
-    except (ValueError, chess.IllegalMoveError):
-        legal = False
-    if not legal:
-        raise DataFormatError(
-            f"illegal best move {best!r} in {fen!r}", path=source.path, line=number
-        )
-    if position.is_capture(bits):
-        return "capture", None
+    if best:  # rows without a best move are static-evaluation labels, quiet by construction
+        try:
+            bits = position.parse_uci(best)
+            legal = position.is_legal(bits)
+        except (ValueError, chess.IllegalMoveError):
+            legal = False
+        if not legal:
+            raise DataFormatError(
+                f"illegal best move {best!r} in {fen!r}", path=path, line=number
+            )
+        if position.is_capture(bits):
+            return "capture", None
     stm = position.side_to_move()
     score = cp if stm == 0 else -cp
     pad = feature_set.size
@@ -359,16 +379,16 @@ def build_cache(
 
     counts_shard: dict[str, int] = {}
     for source in sources:
-        for number, fields in _rows(source):
+        for path, number, fields in _rows(source):
             seen += 1
             done = (shards / f"{shard_index:05d}.npz").exists()
             if not done:
                 if native is not None:
                     verdict, item = _label_native(
-                        native, fields, source, number, width, feature_set
+                        native, fields, path, number, width, feature_set
                     )
                 else:
-                    verdict, item = _label(fields, source, number, feature_set, width, pqr)
+                    verdict, item = _label(fields, path, number, feature_set, width, pqr)
                 counts_shard[verdict] = counts_shard.get(verdict, 0) + 1
                 if item is not None:
                     buffer.append(item)
