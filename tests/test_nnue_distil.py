@@ -36,7 +36,8 @@ def _positions(path: Path, count: int = 60, seed: int = 3) -> list[str]:
 def _read_parts(out: Path) -> list[list[str]]:
     rows = []
     for part in sorted(out.glob("part-*.csv.gz")):
-        rows += [line.split(",") for line in gzip.open(part, "rt").read().splitlines()]
+        text = gzip.decompress(part.read_bytes()).decode()
+        rows += [line.split(",") for line in text.splitlines()]
     return rows
 
 

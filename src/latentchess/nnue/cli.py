@@ -146,7 +146,8 @@ def _weights(text: str) -> tuple[float, ...]:
     try:
         return tuple(float(w) for w in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated weights, got {text!r}") from None
+        message = f"expected comma-separated weights, got {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
 
 
 def _label_static(args: argparse.Namespace) -> int:

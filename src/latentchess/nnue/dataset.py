@@ -107,7 +107,7 @@ def _lines(path: Path) -> Iterator[tuple[Path, int, str]]:
 
 
 def _rows(source: Source) -> Iterator[tuple[Path, int, list[str]]]:
-    """(file, line number, fields) of the selected rows of a source (a CSV or a directory of them)."""
+    """(file, line number, fields) of the selected rows of a source (a CSV or a directory)."""
     taken = 0
     for index, (file, number, line) in enumerate(_lines(source.path)):
         if index % source.every:
@@ -171,9 +171,7 @@ def _label(
         stm = 0 if board.turn == chess.WHITE else 1
         return "kept", (_encode(board, feature_set, width), stm, cp if stm == 0 else -cp)
     if not board.is_legal(move):
-        raise DataFormatError(
-            f"illegal best move {best!r} in {fen!r}", path=path, line=number
-        )
+        raise DataFormatError(f"illegal best move {best!r} in {fen!r}", path=path, line=number)
     if board.is_capture(move):
         return "capture", None
     stm = 0 if board.turn == chess.WHITE else 1
@@ -234,9 +232,7 @@ def _label_native(
         except (ValueError, chess.IllegalMoveError):
             legal = False
         if not legal:
-            raise DataFormatError(
-                f"illegal best move {best!r} in {fen!r}", path=path, line=number
-            )
+            raise DataFormatError(f"illegal best move {best!r} in {fen!r}", path=path, line=number)
         if position.is_capture(bits):
             return "capture", None
     stm = position.side_to_move()
@@ -384,9 +380,7 @@ def build_cache(
             done = (shards / f"{shard_index:05d}.npz").exists()
             if not done:
                 if native is not None:
-                    verdict, item = _label_native(
-                        native, fields, path, number, width, feature_set
-                    )
+                    verdict, item = _label_native(native, fields, path, number, width, feature_set)
                 else:
                     verdict, item = _label(fields, path, number, feature_set, width, pqr)
                 counts_shard[verdict] = counts_shard.get(verdict, 0) + 1

@@ -128,7 +128,7 @@ class StaticEvaluator:
         """Stockfish's final static evaluation of ``fen`` (White's view, cp); ``None`` in check."""
         self._send(f"position fen {fen}\neval")
         line = self._read_until("Final evaluation")
-        # "Final evaluation       +0.44 (white side) [with scaled NNUE, ...]" or "... none (in check)"
+        # "Final evaluation  +0.44 (white side) [with scaled NNUE, ...]", "... none (in check)"
         value = line.split()[2]
         if value == "none":
             return None
