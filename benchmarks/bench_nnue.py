@@ -7,6 +7,14 @@ Usage (each part appends its record to ``benchmarks/results/nnue.json``)::
     python benchmarks/bench_nnue.py evals --model DIR [--games 40]
     python benchmarks/bench_nnue.py nodes --model DIR [--seconds 2] [--positions 12]
     python benchmarks/bench_nnue.py equality [--positions 10000] [--features ALL+H+V+D1+D2+PH+PV]
+    python benchmarks/bench_nnue.py evalloss --eval hce --eval nnue:DIR ... [--positions 4000]
+
+``evalloss`` asks how well each static evaluator predicts Stockfish on positions no network here
+was trained on: quiet positions from the rated Lichess games (human play, another distribution than
+the engine games and self-play the networks learn from), labelled by Stockfish's static evaluation
+and by a depth-9 search. It reports the target-score loss at the thesis's scale and at each
+evaluator's best-fitting scale (so HCE's centipawns are not penalised for their unit), and the
+correlation.
 
 ``quant`` measures the shipped integer inference (the Python reference, equal to the core's by
 test) against the float network on held-out cache rows, in WDL space ``sigmoid(cp / 361)``.
@@ -230,6 +238,74 @@ def equality(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _lichess_quiet_fens(pgn: Path, positions: int, every: int) -> list[str]:
+    import gzip
+
+    import chess.pgn
+
+    from latentchess.core import _native
+    from latentchess.nnue.distil import _quiet
+
+    fens: list[str] = []
+    with gzip.open(pgn, "rt", encoding="utf-8") as handle:
+        while len(fens) < positions:
+            game = chess.pgn.read_game(handle)
+            if game is None:
+                break
+            board = game.board()
+            for ply, move in enumerate(game.mainline_moves()):
+                board.push(move)
+                if ply >= 10 and ply % every == 0 and _quiet(_native.Position(board.fen())):
+                    fens.append(board.fen())
+    return fens[:positions]
+
+
+def evalloss(args: argparse.Namespace) -> dict[str, Any]:
+    """Static evaluators against Stockfish (static eval, depth-9 search) on held-out positions."""
+    import chess.engine
+
+    from latentchess.core import _native
+    from latentchess.nnue.distil import StaticEvaluator
+
+    fens = _lichess_quiet_fens(args.pgn, args.positions, args.every)
+    stm_sign = np.array([1.0 if " w " in f else -1.0 for f in fens])
+    with StaticEvaluator(args.stockfish) as stockfish:
+        static = np.array([stockfish.evaluate(f) for f in fens], dtype=float) * stm_sign
+    with chess.engine.SimpleEngine.popen_uci(args.stockfish) as engine:
+        searched = []
+        for fen in fens:
+            info = engine.analyse(chess.Board(fen), chess.engine.Limit(depth=args.depth))
+            searched.append(info["score"].relative.score(mate_score=5000))
+    search = np.clip(np.array(searched, dtype=float), -5000, 5000)
+
+    def sig(x: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-x))
+
+    def loss(pred: np.ndarray, target: np.ndarray, scale: float) -> float:
+        return float(np.mean(np.abs(sig(pred / scale) - sig(target / 410.0)) ** 2.6))
+
+    results: dict[str, Any] = {}
+    for spec in args.eval:
+        values = np.array([_native.evaluate(_native.Position(f), spec) for f in fens], dtype=float)
+        entry: dict[str, Any] = {}
+        for name, target in (("static", static), ("depth9", search)):
+            scales = np.arange(150.0, 1000.0, 10.0)
+            losses = [loss(values, target, s) for s in scales]
+            entry[name] = {
+                "loss_at_361": loss(values, target, 361.0),
+                "best_loss": float(min(losses)),
+                "best_scale": float(scales[int(np.argmin(losses))]),
+                "pearson": float(np.corrcoef(values, target)[0, 1]),
+            }
+        results[spec.replace(str(Path.cwd()) + "/", "")] = entry
+    return {
+        "positions": len(fens),
+        "source": f"{args.pgn} (quiet positions, every {args.every}th ply from ply 10)",
+        "stockfish_depth": args.depth,
+        "evaluators": results,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="part", required=True)
@@ -256,10 +332,17 @@ def main() -> None:
     n.add_argument("--model", type=Path, required=True)
     n.add_argument("--seconds", type=float, default=2.0)
     n.add_argument("--positions", type=int, default=12)
+    v = sub.add_parser("evalloss")
+    v.add_argument("--eval", action="append", required=True, help="hce, pesto or nnue:DIR")
+    v.add_argument("--pgn", type=Path, default=Path("/work/shared/data/lichess-rated-games.pgn.gz"))
+    v.add_argument("--positions", type=int, default=4000)
+    v.add_argument("--every", type=int, default=7)
+    v.add_argument("--depth", type=int, default=9)
+    v.add_argument("--stockfish", default="/usr/games/stockfish")
     args = parser.parse_args()
     command = "python " + " ".join(subprocess.list2cmdline([a]) for a in __import__("sys").argv)
     parts = {"training": training, "quant": quant, "evals": evals, "nodes": nodes}
-    part = {**parts, "equality": equality}[args.part]
+    part = {**parts, "equality": equality, "evalloss": evalloss}[args.part]
     _record(args.part, part(args), command)
 
 

@@ -36,12 +36,15 @@ def _special(board: chess.Board, move: chess.Move) -> bool:
     return board.is_castling(move) or board.is_en_passant(move) or move.promotion is not None
 
 
-@pytest.fixture(scope="module")
-def network_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", params=[False, True], ids=["plain", "psqt"])
+def network_dir(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """A small network, without and with the psqt term (its weights randomised off material)."""
     torch.manual_seed(1)
-    net = Nnue(NnueConfig(feature_set=FEATURES, l1=32, l2=8))
+    net = Nnue(NnueConfig(feature_set=FEATURES, l1=32, l2=8, psqt=request.param))
     with torch.no_grad():
         net.out.weight.mul_(10.0)
+        if net.psqt is not None:
+            net.psqt.weight[:-1].add_(torch.randn_like(net.psqt.weight[:-1]) * 0.05)
     return save_nnue(tmp_path_factory.mktemp("nnue") / "net", net, {"note": "test network"})
 
 

@@ -36,6 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     t.add_argument("--features", default="ALL", help="feature set, e.g. ALL or ALL+H+V")
     t.add_argument("--l1", type=int, default=256, help="accumulator width (default 256)")
     t.add_argument("--l2", type=int, default=32, help="hidden width (default 32)")
+    t.add_argument(
+        "--psqt",
+        action="store_true",
+        help="add a linear piece-square term to the output (unbounded material; not in the thesis)",
+    )
     t.add_argument("--loss", choices=("score", "pqr"), default="score")
     t.add_argument("--init", type=Path, default=None, help="NNUE model dir to fine-tune")
     t.add_argument("--batch-size", type=int, default=16384)
@@ -101,7 +106,7 @@ def _train(args: argparse.Namespace) -> int:
         data=tuple(args.data),
         out=args.out,
         cache=args.cache,
-        network=NnueConfig(feature_set=args.features, l1=args.l1, l2=args.l2),
+        network=NnueConfig(feature_set=args.features, l1=args.l1, l2=args.l2, psqt=args.psqt),
         loss=args.loss,
         init=args.init,
         batch_size=args.batch_size,

@@ -6,6 +6,12 @@ Architecture (thesis; Stockfish's nnue-pytorch layout)::
     [acc(side to move), acc(other)] (2 * L1) -> clamp(0, 1) -> Linear(2 * L1, L2) -> clamp(0, 1)
                                               -> Linear(L2, 1) -> * OUTPUT_SCALE = centipawns
 
+With ``psqt=True`` (not in the thesis; Stockfish's feature transformer has the same term) a linear
+piece-square sum per perspective, ``psqt(stm) - psqt(other)`` halved, is added to the output before
+the scale. Without it every clamped layer bounds the output: our ALL network trained on static
+labels rated a queen up, a queen and a rook up and a queen and two rooks up all +663 cp, so the
+search could not tell them apart. The term starts at material values and is trained with the rest.
+
 Quantisation (what the core runs):
     L1 weights and biases int16 at scale 127; accumulators int16; activations clamp(acc, 0, 127).
     L2 weights int8 at scale 64 (training clips them to +-127/64), bias int32 at scale 127 * 64;
@@ -25,7 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from latentchess.errors import LatentChessError
-from latentchess.nnue.features import FeatureSet, parse_feature_set
+from latentchess.nnue.features import BLOCK_SIZES, FeatureSet, parse_feature_set
 
 __all__ = [
     "OUTPUT_SCALE",
@@ -38,6 +44,7 @@ __all__ = [
     "quantised_forward",
 ]
 
+BLOCK_ALL_SIZE = BLOCK_SIZES["ALL"]
 OUTPUT_SCALE = 600.0  # network output * OUTPUT_SCALE = centipawns (nnue2score)
 L1_SCALE = 127
 L2_SCALE = 64
@@ -53,11 +60,13 @@ class NnueConfig:
         feature_set: e.g. ``"ALL"`` or ``"ALL+H+V"``.
         l1: accumulator width per perspective.
         l2: hidden width.
+        psqt: add the linear piece-square term (see the module docstring).
     """
 
     feature_set: str = "ALL"
     l1: int = 256
     l2: int = 32
+    psqt: bool = False
 
     def __post_init__(self) -> None:
         parse_feature_set(self.feature_set)
@@ -73,7 +82,7 @@ class NnueConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NnueConfig:
-        unknown = set(data) - {"feature_set", "l1", "l2"}
+        unknown = set(data) - {"feature_set", "l1", "l2", "psqt"}
         if unknown:
             raise LatentChessError(f"unknown NNUE config keys {sorted(unknown)!r}")
         return cls(**data)
@@ -98,6 +107,11 @@ class Nnue(nn.Module):
             self.ft.weight[n].zero_()
             self.ft_bias.fill_(0.5)
             self.l2.weight.clamp_(-L2_CLIP, L2_CLIP)
+        self.psqt: nn.EmbeddingBag | None = None
+        if cfg.psqt:
+            self.psqt = nn.EmbeddingBag(n + 1, 1, mode="sum", padding_idx=n)
+            with torch.no_grad():
+                self.psqt.weight.copy_(torch.from_numpy(material_init(cfg.features)).unsqueeze(1))
 
     def accumulate(self, features: Tensor) -> Tensor:
         """(B, K) padded indices -> (B, L1) accumulators (float)."""
@@ -111,12 +125,35 @@ class Nnue(nn.Module):
         second = torch.where(black_to_move, acc_w, acc_b)
         x = torch.cat([first, second], dim=1).clamp(0.0, 1.0)  # (B, 2 * L1)
         x = self.l2(x).clamp(0.0, 1.0)  # (B, L2)
-        return self.out(x).squeeze(1) * OUTPUT_SCALE
+        y = self.out(x).squeeze(1)  # (B,)
+        if self.psqt is not None:
+            psqt_w, psqt_b = self.psqt(white.long()).squeeze(1), self.psqt(black.long()).squeeze(1)
+            ours = torch.where(stm.bool(), psqt_b, psqt_w)
+            theirs = torch.where(stm.bool(), psqt_w, psqt_b)
+            y = y + (ours - theirs) / 2
+        return y * OUTPUT_SCALE
 
     @torch.no_grad()
     def clip_weights(self) -> None:
         """Keep the L2 weights representable as int8 at scale 64."""
         self.l2.weight.clamp_(-L2_CLIP, L2_CLIP)
+
+
+MATERIAL_CP = (80.0, 230.0, 240.0, 370.0, 720.0, 0.0)
+"""Initial piece values (P N B R Q K) of the psqt term, in Stockfish 15.1's normalised centipawns
+(its internal middlegame/endgame values divided by 361, roughly)."""
+
+
+def material_init(features: FeatureSet) -> npt.NDArray[np.float32]:
+    """(N + 1,) psqt start weights: +value for our pieces, -value for theirs, in the ALL block."""
+    weights = np.zeros(features.size + 1, dtype=np.float32)
+    if "ALL" in features.blocks:
+        offset = features.offsets[features.blocks.index("ALL")]
+        index = np.arange(BLOCK_ALL_SIZE)
+        role, theirs = (index % 12) // 2, index % 2  # ALL: (file*8 + rank)*12 + role*2 + c
+        values = np.asarray(MATERIAL_CP, dtype=np.float32)[role] / OUTPUT_SCALE
+        weights[offset : offset + BLOCK_ALL_SIZE] = np.where(theirs == 1, -values, values)
+    return weights
 
 
 def quantise(model: Nnue) -> dict[str, npt.NDArray[Any]]:
@@ -129,7 +166,11 @@ def quantise(model: Nnue) -> dict[str, npt.NDArray[Any]]:
     w3 = model.out.weight.detach().cpu().numpy()[0]  # (L2,)
     b3 = model.out.bias.detach().cpu().numpy()
     out_w_scale = OUTPUT_SCALE * OUT_SHIFT / L1_SCALE
-    return {
+    extra: dict[str, npt.NDArray[Any]] = {}
+    if model.psqt is not None:  # int32 in centipawns * OUT_SHIFT
+        psqt = model.psqt.weight.detach().cpu().numpy()[:n, 0]
+        extra["psqt.weight"] = np.round(psqt * OUTPUT_SCALE * OUT_SHIFT).astype(np.int32)
+    return extra | {
         "ft.weight": np.clip(np.round(w1 * L1_SCALE), -32767, 32767).astype(np.int16),
         "ft.bias": np.clip(np.round(b1 * L1_SCALE), -32767, 32767).astype(np.int16),
         "l2.weight": np.clip(np.round(w2 * L2_SCALE), -127, 127).astype(np.int8),
@@ -147,6 +188,7 @@ def quantised_forward(
 ) -> npt.NDArray[np.int64]:
     """Integer reference inference (what the core computes), centipawns per position."""
     w1 = q["ft.weight"].astype(np.int32)
+    psqt = q.get("psqt.weight")
     out = np.empty(len(stm), dtype=np.int64)
     for i in range(len(stm)):
         acc_w = (q["ft.bias"].astype(np.int32) + w1[white[i]].sum(axis=0)).astype(np.int16)
@@ -155,5 +197,9 @@ def quantised_forward(
         a1 = np.clip(np.concatenate([first, second]).astype(np.int32), 0, L1_SCALE)
         z2 = q["l2.weight"].astype(np.int32) @ a1 + q["l2.bias"]
         a2 = np.clip(z2 >> 6, 0, L1_SCALE)
-        out[i] = int(q["out.weight"] @ a2 + int(q["out.bias"][0])) // OUT_SHIFT
+        total = int(q["out.weight"] @ a2 + int(q["out.bias"][0]))
+        if psqt is not None:
+            ours, theirs = (black[i], white[i]) if stm[i] else (white[i], black[i])
+            total += (int(psqt[ours].sum()) - int(psqt[theirs].sum())) >> 1
+        out[i] = total // OUT_SHIFT
     return out

@@ -5,7 +5,9 @@
 //    ft_weight int16 (N, L1) row-major at scale 127, ft_bias int16 (L1); accumulators int16
 //    (wrapping adds, as the reference's int16 cast); a1 = clamp(acc, 0, 127), side to move first;
 //    l2_weight int8 (L2, 2 * L1) at scale 64, l2_bias int32; a2 = clamp(z >> 6, 0, 127);
-//    centipawns = (out_weight . a2 + out_bias) >> 4 (arithmetic shift = floor).
+//    centipawns = (out_weight . a2 + out_bias) >> 4 (arithmetic shift = floor). With the optional
+//    psqt term (psqt_weight int32 (N), centipawns * 16): (psqt(us) - psqt(them)) >> 1 is added to
+//    the sum before the final shift; psqt(perspective) sums the weights of its active features.
 //  * The network is immutable after construction and shared between evaluators (and threads).
 //  * NnueEvaluator keeps one accumulator pair per ply on a stack: on_do_move computes the child's
 //    ALL-block part from the parent's by adding/removing the moved, captured and castling-rook
@@ -37,6 +39,7 @@ struct NnueNetwork {
     std::vector<std::int32_t> l2_bias;    // (L2)
     std::vector<std::int32_t> out_weight;  // (L2)
     std::int32_t out_bias = 0;
+    std::vector<std::int32_t> psqt_weight;  // (N), or empty: no psqt term
     std::string source;  // where it was loaded from (for messages)
 
     // Throws std::invalid_argument when the sizes do not match the feature set and widths.
@@ -46,6 +49,7 @@ struct NnueNetwork {
 // Accumulators of both perspectives (White = 0, Black = 1), int16, L1 each.
 struct NnueAccumulator {
     std::vector<std::int16_t> values[2];
+    std::int32_t psqt[2] = {0, 0};  // the psqt sums (0 without the term)
 };
 
 // Accumulator of a position from scratch (every block).
@@ -77,13 +81,15 @@ class NnueEvaluator final : public Evaluator {
     const NnueNetwork& network() const { return *network_; }
 
   private:
-    void add_column(std::int16_t* accumulator, int feature) const;
-    void sub_column(std::int16_t* accumulator, int feature) const;
+    // Add / remove a feature's column (and its psqt weight) to one perspective's accumulator.
+    void add_column(std::int16_t* accumulator, std::int32_t* psqt, int feature) const;
+    void sub_column(std::int16_t* accumulator, std::int32_t* psqt, int feature) const;
     void add_other_blocks(const Position& position, NnueAccumulator& accumulator) const;
 
     std::shared_ptr<const NnueNetwork> network_;
     int all_offset_ = -1;  // offset of the ALL block, -1 when the set has none
     std::vector<std::int16_t> stack_;  // per ply: 2 * L1 values (White's, then Black's)
+    std::vector<std::int32_t> psqt_stack_;  // per ply: the 2 psqt sums (White's, then Black's)
     int ply_ = 0;
 };
 

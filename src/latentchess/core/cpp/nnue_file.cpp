@@ -112,6 +112,10 @@ std::shared_ptr<const NnueNetwork> load_nnue_network(const std::string& path) {
     network->l2_bias = tensor<std::int32_t>(header, data, "q.l2.bias", "I32", l2, file);
     network->out_weight = tensor<std::int32_t>(header, data, "q.out.weight", "I32", l2, file);
     network->out_bias = tensor<std::int32_t>(header, data, "q.out.bias", "I32", 1, file)[0];
+    // Optional psqt term (metadata "psqt": "True"); files written before it have no such key.
+    if (metadata.find("\"psqt\"") != std::string::npos && string_field(metadata, "psqt", file) == "True") {
+        network->psqt_weight = tensor<std::int32_t>(header, data, "q.psqt.weight", "I32", n, file);
+    }
     network->validate();
     return network;
 }
