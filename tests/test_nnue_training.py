@@ -161,3 +161,56 @@ def test_train_resume_save_load_and_pqr_finetune(tmp_path: Path) -> None:
     pqr = {**common, "out": tmp_path / "pqr", "loss": "pqr", "init": second.model_dir}
     tuned = train_nnue(NnueTrainConfig(steps=2, **pqr))
     assert tuned.model_dir is not None and "val_score_loss" in tuned.metrics
+
+
+def test_psqt_network_trains_keeps_material_linear_and_old_checkpoints_resume(
+    tmp_path: Path,
+) -> None:
+    from latentchess.core import _native
+    from latentchess.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
+
+    csv = tmp_path / "pos.csv.gz"
+    _write_csv(csv)
+    common = {
+        "data": (str(csv),),
+        "batch_size": 64,
+        "checkpoint_every": 1,
+        "log_every": 1,
+        "threads": 1,
+        "device": "cpu",
+        "progress": False,
+        "holdout_fraction": 0.1,
+    }
+    run = train_nnue(
+        NnueTrainConfig(
+            out=tmp_path / "psqt", steps=3, network=NnueConfig(l1=16, l2=4, psqt=True), **common
+        )
+    )
+    assert run.model_dir is not None
+    model = load_nnue(run.model_dir)
+    assert model.network.cfg.psqt and "psqt.weight" in model.quantised
+    # The clamped layers are bounded; the psqt term is not: more material, a larger score.
+    evaluator = f"nnue:{run.model_dir}"
+    up = [
+        _native.evaluate(_native.Position(fen), evaluator)
+        for fen in (
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            "rnb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            "1nb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w Kkq - 0 1",
+            "1nb1kbn1/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w K - 0 1",
+        )
+    ]
+    assert up == sorted(up) and up[3] - up[1] > 150, up
+    # A checkpoint written before the psqt option existed (no such key) still resumes.
+    plain = train_nnue(
+        NnueTrainConfig(out=tmp_path / "plain", steps=2, network=NnueConfig(l1=16, l2=4), **common)
+    )
+    assert plain.step == 2
+    path = tmp_path / "plain" / "checkpoints" / CHECKPOINT_FILE
+    state = load_checkpoint(path)
+    del state["config"]["network"]["psqt"]
+    save_checkpoint(path, state)
+    again = train_nnue(
+        NnueTrainConfig(out=tmp_path / "plain", steps=3, network=NnueConfig(l1=16, l2=4), **common)
+    )
+    assert again.step == 3

@@ -292,7 +292,9 @@ class _Run:
         if not self.ckpt.exists():
             return False
         state = load_checkpoint(self.ckpt)
-        saved, now = state["config"], self.cfg.to_dict()
+        saved, now = dict(state["config"]), self.cfg.to_dict()
+        # Checkpoints written before a network option existed hold its default.
+        saved["network"] = NnueConfig.from_dict(saved["network"]).to_dict()
         diffs = [
             k
             for k in set(saved) | set(now)
