@@ -135,7 +135,7 @@ def test_interrupted_multipv_reports_the_last_completed_depth(fen: str, nodes: i
     ]
     assert outcome.best_move == outcome.info.lines[0].pv[0]
     # The engine's analysis reports the same lines, best first (ranks 1, 2, 3).
-    analysis = AlphaBetaEngine.from_options(multipv=3).analyse(
+    analysis = AlphaBetaEngine.from_options(multipv=3, eval="hce").analyse(
         board, chess.engine.Limit(nodes=nodes)
     )
     assert [m.rank for m in analysis.moves] == [1, 2, 3]

@@ -1,6 +1,6 @@
 """``ab``: the native alpha-beta engine (C++ core) behind the :class:`latentchess.Engine` protocol.
 
-Spec examples: ``ab`` (= ``ab:eval=hce``), ``ab:eval=nnue`` (the shipped network),
+Spec examples: ``ab`` (= ``ab:eval=nnue``, the shipped network), ``ab:eval=hce`` (hand-crafted),
 ``ab:eval=PATH`` (an NNUE model directory), ``ab:depth=10,hash=64``, ``ab:threads=1,multipv=3``.
 ``depth``/``nodes`` in the spec cap every search on top of the limit a caller passes.
 """
@@ -17,6 +17,7 @@ import chess.engine
 
 from latentchess.core.search import PRUNING, AlphaBeta, SearchInfo, SearchOutcome
 from latentchess.engines.base import Analysis, MoveScore
+from latentchess.engines.default import DEFAULT_EVALUATOR
 from latentchess.errors import EngineError
 from latentchess.nnue.native import resolve_evaluator
 
@@ -31,9 +32,9 @@ class AlphaBetaConfig:
     """Settings of an :class:`AlphaBetaEngine`.
 
     Attributes:
-        evaluator: ``hce`` (hand-crafted, the default: the shipped network is still far weaker,
-            ``benchmarks/results/nnue.md``), ``pesto`` (its piece-square tables alone), ``nnue``
-            (the shipped network) or an NNUE model directory.
+        evaluator: ``nnue`` (the shipped network, the default: :data:`DEFAULT_EVALUATOR`),
+            ``hce`` (hand-crafted), ``pesto`` (its piece-square tables alone) or an NNUE model
+            directory.
         hash_mb: transposition table size in MB.
         threads: search threads (only 1 is supported).
         multipv: principal variations reported by :meth:`AlphaBetaEngine.analyse`.
@@ -43,7 +44,7 @@ class AlphaBetaConfig:
         no_pruning: pruning switched off (names of ``PRUNING``: rfp, lmp, see), to measure it.
     """
 
-    evaluator: str = "hce"
+    evaluator: str = DEFAULT_EVALUATOR
     hash_mb: int = 16
     threads: int = 1
     multipv: int = 1

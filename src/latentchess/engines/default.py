@@ -7,16 +7,24 @@ opponent all start :data:`DEFAULT_ENGINE_SPEC` unless told otherwise (``--engine
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_ENGINE_SPEC", "LATENT_ENGINE_KIND", "DEFAULT_MOVE_TIME_S"]
+__all__ = ["DEFAULT_ENGINE_SPEC", "DEFAULT_EVALUATOR", "LATENT_ENGINE_KIND", "DEFAULT_MOVE_TIME_S"]
 
 DEFAULT_ENGINE_SPEC = "ab"
-"""The measured-strongest engine: alpha-beta on the native core with the hand-crafted evaluation.
+"""The measured-strongest engine: alpha-beta on the native core with the shipped NNUE.
 
-Measured on this project's Stockfish 15.1 ``UCI_Elo`` ladder (``benchmarks/results/ab_ladder/``):
-1965 [1902, 2028] at 50 ms/move, 2187 [2058, 2316] and 2232 [2102, 2362] at 10+0.1; the latent
-planner reached 808 [596, 1019] (``benchmarks/results/depth_ladder/``), and no hybrid mode beat
-``ab`` at equal time (``benchmarks/results/hybrid/``). Change it only with a ladder that says so.
+Measured on this project's Stockfish 15.1 ``UCI_Elo`` ladder (``benchmarks/results/ab_ladder/``)
+with the hand-crafted evaluation: 1965 [1902, 2028] at 50 ms/move, 2187 [2058, 2316] and 2232
+[2102, 2362] at 10+0.1; the NNUE (:data:`DEFAULT_EVALUATOR`) beats that evaluation at equal time
+(``benchmarks/results/nnue_distil/``). The latent planner reached 808 [596, 1019]
+(``benchmarks/results/depth_ladder/``), and no hybrid mode beat ``ab`` at equal time
+(``benchmarks/results/hybrid/``). Change it only with a ladder that says so.
 """
+
+DEFAULT_EVALUATOR = "nnue"
+"""The static evaluation of ``ab`` (and of the hybrid's alpha-beta) when a spec names none: the
+shipped NNUE (``weights/nnue-default``). Against the hand-crafted evaluation it scored +168
+[87, 272] Elo at 40,000 nodes per move and +83 [12, 160] at 100 ms per move, 60 games each
+(``benchmarks/results/nnue_distil/``). ``ab:eval=hce`` keeps the hand-crafted one."""
 
 LATENT_ENGINE_KIND = "latent"
 """The spec kind of the latent planner (SOLIS): the engine this project is about."""

@@ -41,6 +41,7 @@ import chess
 import chess.engine
 
 from latentchess.engines.base import Analysis, MoveScore
+from latentchess.engines.default import DEFAULT_EVALUATOR
 from latentchess.errors import EngineError
 from latentchess.search.hybrid import (
     BatchScorer,
@@ -80,7 +81,9 @@ class HybridConfig:
             lies outside them (verify; otherwise the best of the top k is played).
         order_roots: root moves whose replies the scorer ranks (order).
         depth: plies of the horizon search (horizon).
-        evaluator: the alpha-beta's static evaluation (``hce``, or ``pesto``).
+        evaluator: the alpha-beta's static evaluation (``nnue``, the default as for ``ab``;
+            ``hce``, ``pesto`` or an NNUE model directory). The committed hybrid ladders were
+            played with ``eval=hce``.
         hash_mb: transposition table size in MB.
         move_overhead_ms: kept back from every time limit.
     """
@@ -93,7 +96,7 @@ class HybridConfig:
     admit_cp: int = 20
     order_roots: int = 4
     depth: int = 2
-    evaluator: str = "hce"
+    evaluator: str = DEFAULT_EVALUATOR
     hash_mb: int = 16
     move_overhead_ms: int = 10
 

@@ -370,7 +370,7 @@ ENGINES: dict[str, EngineKind] = {
         ),
         EngineKind(
             name="ab",
-            summary="our alpha-beta engine (C++ core): ab[:eval=hce|pesto,depth=N,hash=MB,...]",
+            summary="our alpha-beta engine (C++ core): ab[:eval=nnue|hce|pesto|DIR,depth=N,...]",
             build=_build_ab,
         ),
         EngineKind(
