@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from latentchess.argtypes import positive_int
+from latentchess.argtypes import positive_int, shard
 from latentchess.data import chessbench
 
 if TYPE_CHECKING:
@@ -26,17 +26,6 @@ _LIMIT_HELP = (
     "and each extra ply costs about 2x; depth 9 is also the depth of the project's shared CSV. "
     "Each process runs Stockfish with Threads=1, Hash=16."
 )
-
-
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        index_text, count_text = text.split("/")
-        index, count = int(index_text), int(count_text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected I/N such as 0/4, got {text!r}") from None
-    if count < 1 or not 0 <= index < count:
-        raise argparse.ArgumentTypeError(f"expected I/N with 0 <= I < N, got {text!r}")
-    return index, count
 
 
 def _temperatures(text: str) -> tuple[float, ...]:
@@ -113,7 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="rows to make in total (over all shards)",
     )
     p.add_argument("--seed", type=int, default=0, help="run seed; game g is seeded by (seed, g)")
-    p.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N", help="default 0/1")
+    p.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N", help="default 0/1")
     p.add_argument("--openings", type=Path, default=None, metavar="PGN", help="opening lines")
     p.add_argument(
         "--temperatures",

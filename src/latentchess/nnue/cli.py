@@ -10,6 +10,8 @@ import argparse
 import json
 from pathlib import Path
 
+from latentchess.argtypes import shard, weights
+
 __all__ = ["register"]
 
 
@@ -79,11 +81,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     s.add_argument("sources", type=Path, nargs="+", metavar="CSV", help="position sources")
     s.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
     s.add_argument("--stockfish", default="/usr/games/stockfish", help="Stockfish binary")
-    s.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N", help="default 0/1")
+    s.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N", help="default 0/1")
     s.add_argument("--chunk", type=int, default=50_000, help="input positions per part")
     s.add_argument(
         "--random-plies",
-        type=_weights,
+        type=weights,
         default=(0.5, 0.3, 0.2),
         metavar="W0,W1,...",
         help="weights of 0, 1, 2, ... random plies before labelling (default 0.5,0.3,0.2)",
@@ -137,22 +139,6 @@ def _train(args: argparse.Namespace) -> int:
         )
     )
     return 0
-
-
-def _shard(text: str) -> tuple[int, int]:
-    index, _, count = text.partition("/")
-    try:
-        return int(index), int(count)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected I/N, got {text!r}") from None
-
-
-def _weights(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(w) for w in text.split(","))
-    except ValueError:
-        message = f"expected comma-separated weights, got {text!r}"
-        raise argparse.ArgumentTypeError(message) from None
 
 
 def _label_static(args: argparse.Namespace) -> int:
