@@ -191,7 +191,8 @@ def label_static(cfg: DistilConfig) -> dict[str, int]:
     weights = list(cfg.random_plies)
     counts = {"kept": 0, "not_quiet": 0, "no_move": 0, "skipped_done": 0}
     started, done_here = time.monotonic(), 0
-    rows: list[str] = []
+    # The part being filled and its rows; None while in a chunk of another shard or already done.
+    rows: list[str] | None = None
     chunk_id = -1
     part: Path | None = None
     with StaticEvaluator(cfg.stockfish) as stockfish:
@@ -204,7 +205,7 @@ def label_static(cfg: DistilConfig) -> dict[str, int]:
                 chunk_id = i // cfg.chunk
                 part = cfg.out / f"part-{chunk_id:06d}.csv.gz"
                 mine = chunk_id % count == index
-                rows = [] if mine and not part.exists() else None  # type: ignore[assignment]
+                rows = [] if mine and not part.exists() else None
                 if mine and part.exists():
                     counts["skipped_done"] += 1
                 if rows is None:
