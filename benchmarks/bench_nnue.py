@@ -244,7 +244,7 @@ def _lichess_quiet_fens(pgn: Path, positions: int, every: int) -> list[str]:
     import chess.pgn
 
     from latentchess.core import _native
-    from latentchess.nnue.distil import _quiet
+    from latentchess.nnue.distil import is_quiet
 
     fens: list[str] = []
     with gzip.open(pgn, "rt", encoding="utf-8") as handle:
@@ -255,7 +255,7 @@ def _lichess_quiet_fens(pgn: Path, positions: int, every: int) -> list[str]:
             board = game.board()
             for ply, move in enumerate(game.mainline_moves()):
                 board.push(move)
-                if ply >= 10 and ply % every == 0 and _quiet(_native.Position(board.fen())):
+                if ply >= 10 and ply % every == 0 and is_quiet(_native.Position(board.fen())):
                     fens.append(board.fen())
     return fens[:positions]
 

@@ -86,6 +86,14 @@ def test_label_static_writes_quiet_labelled_parts_and_resumes(tmp_path: Path) ->
             )
         )
     assert _read_parts(sharded) == rows
+    # A limit rounds up to whole chunks: no partial part a later run would take as done.
+    limited = label_static(
+        DistilConfig(
+            sources=(source,), out=tmp_path / "limited", chunk=20, progress=False, seed=1, limit=25
+        )
+    )
+    assert limited["kept"] + limited["not_quiet"] + limited["no_move"] == 40
+    assert _read_parts(tmp_path / "limited") == rows[: limited["kept"]]
 
 
 def test_static_labels_feed_the_feature_cache(tmp_path: Path) -> None:

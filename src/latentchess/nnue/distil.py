@@ -32,7 +32,7 @@ from pathlib import Path
 
 from latentchess.errors import LatentChessError
 
-__all__ = ["DistilConfig", "StaticEvaluator", "label_static", "iter_fens"]
+__all__ = ["DistilConfig", "StaticEvaluator", "label_static", "iter_fens", "is_quiet"]
 
 # Stockfish 15.1's win-probability curve of the shared data (``win_prob_white``).
 _WIN_PROB_SLOPE = 0.00368208
@@ -49,7 +49,8 @@ class DistilConfig:
         shard: (index, count): this process takes chunks ``index, index + count, ...``.
         chunk: input positions per output part.
         random_plies: weights of playing 0, 1, 2, ... random legal moves before labelling.
-        limit: stop after this many input positions (``None``: all).
+        limit: stop after this many input positions, rounded up to whole chunks (a part is
+            always complete, so a later run without a limit can trust every part it finds).
         seed: the random plies of input position ``i`` are seeded by ``(seed, i)``.
         progress: print rate and ETA.
     """
@@ -161,7 +162,7 @@ def _perturb(fen: str, plies: int, rng: random.Random) -> object | None:
     return position
 
 
-def _quiet(position: object) -> bool:
+def is_quiet(position: object) -> bool:
     """Not in check and no capture winning material by static exchange for the side to move."""
     from latentchess.core import _native
 
@@ -197,7 +198,7 @@ def label_static(cfg: DistilConfig) -> dict[str, int]:
     part: Path | None = None
     with StaticEvaluator(cfg.stockfish) as stockfish:
         for i, (path, number, fen) in enumerate(iter_fens(cfg.sources)):
-            if cfg.limit is not None and i >= cfg.limit:
+            if cfg.limit is not None and i >= cfg.limit and i % cfg.chunk == 0:
                 break
             if i // cfg.chunk != chunk_id:  # a chunk boundary: flush the previous part
                 if part is not None and rows is not None:
@@ -221,7 +222,7 @@ def label_static(cfg: DistilConfig) -> dict[str, int]:
             if position is None:
                 counts["no_move"] += 1
                 continue
-            if not _quiet(position):
+            if not is_quiet(position):
                 counts["not_quiet"] += 1
                 continue
             board_fen = position.fen()  # type: ignore[attr-defined]
