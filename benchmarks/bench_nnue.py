@@ -6,7 +6,7 @@ Usage (each part appends its record to ``benchmarks/results/nnue.json``)::
     python benchmarks/bench_nnue.py quant --model DIR --cache RUN/cache [--positions 20000]
     python benchmarks/bench_nnue.py evals --model DIR [--games 40]
     python benchmarks/bench_nnue.py nodes --model DIR [--seconds 2] [--positions 12]
-    python benchmarks/bench_nnue.py equality [--positions 10000] [--features ALL+H+V+D1+D2+PH+PV]
+    python benchmarks/bench_nnue.py equality [--positions 10000] [--features SET]
     python benchmarks/bench_nnue.py evalloss --eval hce --eval nnue:DIR ... [--positions 4000]
 
 ``evalloss`` asks how well each static evaluator predicts Stockfish on positions no network here
@@ -218,7 +218,7 @@ def equality(args: argparse.Namespace) -> dict[str, Any]:
     fs = parse_feature_set(args.features)
     source = parse_source(f"{args.data}:{args.positions}:{args.every}")
     checked, mismatches = 0, []
-    for number, fields in _rows(source):
+    for file, number, fields in _rows(source):
         board = chess.Board(fields[0])
         position = native.Position(fields[0])
         reference = position_features(board, fs)
@@ -227,7 +227,7 @@ def equality(args: argparse.Namespace) -> dict[str, Any]:
                 list(native.nnue_features(position, perspective, fs.name))
                 != reference[perspective].tolist()
             ):
-                mismatches.append(f"line {number} perspective {perspective}")
+                mismatches.append(f"{file.name} line {number} perspective {perspective}")
         checked += 1
     return {
         "feature_set": fs.name,
@@ -327,7 +327,7 @@ def main() -> None:
     q2.add_argument("--data", default="/work/shared/data/tcec-engine-evals.csv.gz")
     q2.add_argument("--positions", type=int, default=10000)
     q2.add_argument("--every", type=int, default=241)
-    q2.add_argument("--features", default="ALL+H+V+D1+D2+PH+PV")
+    q2.add_argument("--features", default="ALL+H+V+D1+D2+PH+PV+MB+MC")
     n = sub.add_parser("nodes")
     n.add_argument("--model", type=Path, required=True)
     n.add_argument("--seconds", type=float, default=2.0)

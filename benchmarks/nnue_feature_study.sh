@@ -1,72 +1,73 @@
 #!/usr/bin/env bash
-# The thesis's feature-set table at our scale (issue 15): every feature set trained on the same data
-# with the same budget, then paired-opening matches against ALL at fixed nodes (evaluation quality)
-# and at fixed time (its cost). Resumable: rerunning skips finished trainings and resumes matches.
+# The thesis's feature-set table at our scale (issue 15): every feature set trained on the same
+# static-evaluation labels for the same number of steps, then paired-opening matches against ALL
+# at fixed nodes (evaluation quality) and at fixed time (its cost), and a PQR fine-tune of ALL.
+# Resumable: rerunning skips finished trainings and matches and resumes the rest.
 #
 #   bash benchmarks/nnue_feature_study.sh [OUT_DIR]      (default /tmp/nnue-study)
 #
-# Knobs (environment): MINUTES (training minutes per set, default 60), GAMES (per match, default
-# 200), NODES (default 20000), TIME (per move, default 100ms), THREADS (default 1).
-# MB and MC are Python-only blocks (the core does not compute mobility), so their rows get the
-# validation loss but no Elo. Results: OUT_DIR/table.md (collect with the last step).
+# Knobs (environment): STEPS (training steps of 16,384 positions per set, default 500), GAMES (per
+# match, default 40), NODES (default 20000), TIME (per move, default 50ms), PQR_ROWS (search-
+# labelled rows for the PQR fine-tune, default 100000), PQR_STEPS (default 100), JOBS (trainings
+# at once, one thread each, default 2). The networks are the thesis's (no psqt term), L1 256, L2 32.
+# Writes OUT_DIR/table.md, OUT_DIR/study.json and OUT_DIR/study.png (the last step).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-/tmp/nnue-study}
-MINUTES=${MINUTES:-60}
-GAMES=${GAMES:-200}
+STEPS=${STEPS:-500}
+GAMES=${GAMES:-40}
 NODES=${NODES:-20000}
-TIME=${TIME:-100ms}
-THREADS=${THREADS:-1}
-D=/work/shared/data
-DATA=(--data "$D/tcec-engine-evals.csv.gz:1200000:2" --data "$D/sf15-selfplay-mpv1.csv.gz:900000:3"
-      --data "$D/sf15-d9-eco-selfplay.csv.gz")
-SETS="ALL ALL+H+V ALL+D1+D2 ALL+H+V+D1+D2 H+V+D1+D2 H+V D1+D2 ALL+PV ALL+PH ALL+PH+PV ALL+MB ALL+MC"
-PY=.venv/bin/python
+TIME=${TIME:-50ms}
+PQR_ROWS=${PQR_ROWS:-100000}
+PQR_STEPS=${PQR_STEPS:-100}
+JOBS=${JOBS:-2}
+D=$(cd .. && pwd)/shared/data
+SOURCES=("$D/tcec-engine-evals.csv.gz" "$D/sf15-selfplay-mpv1.csv.gz" "$D/sf15-d9-eco-selfplay.csv.gz")
+LC=(.venv/bin/python -m latentchess)
+SETS=(ALL ALL+H+V ALL+D1+D2 ALL+H+V+D1+D2 H+V+D1+D2 H+V D1+D2 ALL+PV ALL+PH ALL+PH+PV ALL+MB ALL+MC)
 mkdir -p "$OUT"
-for fs in $SETS; do
-    run="$OUT/train-$fs"
-    [ -f "$run/model/config.json" ] && continue
-    nice -n 10 $PY -m latentchess nnue train "${DATA[@]}" --out "$run" --features "$fs" --l1 256 \
-        --l2 32 --steps 1000000 --max-minutes "$MINUTES" --threads "$THREADS" --no-progress \
-        > "$OUT/train-$fs.log" 2>&1
+
+# 1. Labels: pass s0 of benchmarks/nnue_distil.sh (same sources, seed and random plies), 2.9 M rows.
+for i in 0 1; do
+    "${LC[@]}" nnue label-static "${SOURCES[@]}" --out "$OUT/static-s0" --shard "$i/2" --seed 0 \
+        --random-plies 0.5,0.3,0.2 --no-progress &
 done
-# PQR fine-tuning of the ALL network (thesis: +141 +- 6 Elo fine-tuned).
+wait
+
+# 2. One network per feature set: same rows, same held-out split (seed 0), same steps and lr.
+train() {  # train FEATURE_SET
+    local run="$OUT/train-$1"
+    [ -f "$run/model/config.json" ] && return
+    "${LC[@]}" nnue train --data "$OUT/static-s0" --out "$run" --features "$1" --l1 256 --l2 32 \
+        --lr 2e-3 --gamma 0.85 --steps "$STEPS" --threads 1 --eval-every 100 --log-every 50 \
+        --no-progress > "$OUT/train-$1.log" 2>&1
+    rm -rf "$run/cache"  # up to 3 GB each; the network and its metrics stay
+}
+for ((j = 0; j < JOBS; j++)); do
+    (for ((k = j; k < ${#SETS[@]}; k += JOBS)); do train "${SETS[k]}"; done) &
+done
+wait
+
+# 3. PQR fine-tune of ALL (thesis: +141 +- 6 Elo over its target-score start). PQR needs each
+#    position's best move, so it reads search-labelled rows (Stockfish 15.1 depth 9 self-play).
 if [ ! -f "$OUT/pqr-ALL/model/config.json" ]; then
-    nice -n 10 $PY -m latentchess nnue train "${DATA[@]}" --out "$OUT/pqr-ALL" --loss pqr \
-        --init "$OUT/train-ALL/model" --lr 5e-5 --steps 1000000 --max-minutes "$MINUTES" \
-        --threads "$THREADS" --no-progress > "$OUT/pqr-ALL.log" 2>&1
+    "${LC[@]}" nnue train --data "$D/sf15-d9-eco-selfplay.csv.gz:$PQR_ROWS" --out "$OUT/pqr-ALL" \
+        --loss pqr --init "$OUT/train-ALL/model" --lr 1e-4 --steps "$PQR_STEPS" --threads 2 \
+        --eval-every 50 --log-every 10 --no-progress > "$OUT/pqr-ALL.log" 2>&1
 fi
-for fs in $SETS pqr; do
-    [ "$fs" = ALL ] && continue
-    case "$fs" in *MB*|*MC*) continue ;; esac
-    model="$OUT/train-$fs/model"
-    [ "$fs" = pqr ] && model="$OUT/pqr-ALL/model"
+
+# 4. Each network against ALL, paired openings, at fixed nodes and at fixed time.
+for name in "${SETS[@]:1}" pqr; do
+    model="$OUT/train-$name/model"
+    [ "$name" = pqr ] && model="$OUT/pqr-ALL/model"
     for limit in "nodes=$NODES" "$TIME"; do
-        tag="$fs-${limit//[=]/}"
-        nice -n 10 $PY -m latentchess match "ab:eval=$model" "ab:eval=$OUT/train-ALL/model" \
-            --games "$GAMES" --limit "$limit" --workers 2 --pgn "$OUT/match-$tag.pgn" \
-            --json "$OUT/match-$tag.json" --no-progress
+        tag="$name-${limit//=/}"
+        [ -f "$OUT/match-$tag.json" ] && continue
+        "${LC[@]}" match "ab:eval=$model" "ab:eval=$OUT/train-ALL/model" --games "$GAMES" \
+            --limit "$limit" --workers 2 --pgn "$OUT/match-$tag.pgn" --json "$OUT/match-$tag.json" \
+            --no-progress
     done
 done
-$PY - "$OUT" <<'PY'
-import json, sys
-from pathlib import Path
-out = Path(sys.argv[1])
-rows = ["| feature set | cache width | val. loss | Elo vs ALL, nodes (95%) | Elo vs ALL, time (95%) |", "|---|---|---|---|---|"]
-for run in sorted(out.glob("train-*/model/config.json")) + sorted(out.glob("pqr-*/model/config.json")):
-    doc = json.loads(run.read_text())
-    fs = run.parent.parent.name.removeprefix("train-")
-    key = "pqr" if fs.startswith("pqr") else fs
-    elo = []
-    for suffix in ("nodes", "ms"):
-        hits = [p for p in out.glob(f"match-{key}-*.json") if suffix in p.name]
-        if hits:
-            e = json.loads(hits[0].read_text())["elo"]
-            elo.append(f"{e['diff']:+.0f} [{e['lower']:+.0f}, {e['upper']:+.0f}]")
-        else:
-            elo.append("-")
-    size = doc["data"].get("width", "")
-    rows.append(f"| {fs} | {size} | {doc['metrics'].get('val_loss', float('nan')):.6f} | {elo[0]} | {elo[1]} |")
-(out / "table.md").write_text("\n".join(rows) + "\n")
-print("\n".join(rows))
-PY
+
+# 5. The table, the JSON and the plot.
+.venv/bin/python benchmarks/nnue_study_report.py "$OUT" --nodes "$NODES" --time "$TIME"

@@ -36,11 +36,17 @@ def _special(board: chess.Board, move: chess.Move) -> bool:
     return board.is_castling(move) or board.is_en_passant(move) or move.promotion is not None
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["plain", "psqt"])
+@pytest.fixture(
+    scope="module",
+    params=[(FEATURES, False), (FEATURES, True), ("ALL+MB+MC", False)],
+    ids=["plain", "psqt", "mobility"],
+)
 def network_dir(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
-    """A small network, without and with the psqt term (its weights randomised off material)."""
+    """Small networks: without and with the psqt term (its weights randomised off material), and
+    one with the mobility blocks, whose features change with every move anywhere on the board."""
+    features, psqt = request.param
     torch.manual_seed(1)
-    net = Nnue(NnueConfig(feature_set=FEATURES, l1=32, l2=8, psqt=request.param))
+    net = Nnue(NnueConfig(feature_set=features, l1=32, l2=8, psqt=psqt))
     with torch.no_grad():
         net.out.weight.mul_(10.0)
         if net.psqt is not None:
@@ -64,8 +70,22 @@ def _walks(seed: int, plies: int = 60) -> list[list[chess.Board]]:
 
 def test_features_equal_the_reference() -> None:
     native = native_module()
-    fs = parse_feature_set("ALL+H+V+D1+D2+PH+PV")
+    fs = parse_feature_set("ALL+H+V+D1+D2+PH+PV+MB+MC")
     boards = [b for game in _walks(3, plies=40) for b in game]
+    # Mobility's hard cases: pins (absolute and along the capture line), single and double
+    # check, en passant that would expose the king, castling through attacked squares.
+    boards += [
+        chess.Board(fen)
+        for fen in (
+            "4k3/8/8/KpP4r/8/8/8/8 w - b6 0 2",
+            "4k3/4r3/8/8/4B3/8/4K3/8 w - - 0 1",
+            "4k3/8/8/b7/8/8/3N4/4K3 w - - 0 1",
+            "4k3/8/5n2/8/8/8/4r3/R3K2R w KQ - 0 1",
+            "r3k2r/8/8/8/8/8/6b1/R3K2R b KQkq - 0 1",
+            "4k3/8/8/8/1b6/8/8/r3K2R w K - 0 1",
+            "rnb1kbnr/pppp1ppp/8/4p3/5PPq/8/PPPPP2P/RNBQKBNR w KQkq - 1 3",
+        )
+    ]
     for board in boards:
         position = native.Position(board.fen())
         white, black = position_features(board, fs)
@@ -82,9 +102,9 @@ def test_features_equal_the_reference() -> None:
 def test_integer_inference_equals_the_python_reference(network_dir: Path) -> None:
     native, model = native_module(), load_nnue(network_dir)
     network = load_network(network_dir)
-    assert (network.feature_set, network.l1, network.l2) == (FEATURES, 32, 8)
+    assert (network.feature_set, network.l1, network.l2) == (model.network.cfg.feature_set, 32, 8)
     boards = [b for game in _walks(5, plies=30) for b in game]
-    fs = parse_feature_set(FEATURES)
+    fs = parse_feature_set(model.network.cfg.feature_set)
     feats = [position_features(b, fs) for b in boards]
     stm = np.array([0 if b.turn else 1 for b in boards])
     reference = quantised_forward(

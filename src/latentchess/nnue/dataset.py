@@ -195,7 +195,7 @@ def _label(
     )
 
 
-_NATIVE_BLOCKS = frozenset({"ALL", "H", "V", "D1", "D2", "PH", "PV"})
+_NATIVE_BLOCKS = frozenset({"ALL", "H", "V", "D1", "D2", "PH", "PV", "MB", "MC"})
 
 
 def _native_labeller(feature_set: FeatureSet, pqr: bool) -> Any:

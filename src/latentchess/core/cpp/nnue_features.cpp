@@ -5,6 +5,8 @@
 #include <array>
 #include <stdexcept>
 
+#include "bitboard.h"
+
 namespace latentchess::core {
 
 namespace {
@@ -15,7 +17,7 @@ struct BlockName {
     int size;
 };
 
-constexpr std::array<BlockName, 7> kBlocks = {{
+constexpr std::array<BlockName, 9> kBlocks = {{
     {"ALL", FeatureBlock::All, 768},
     {"H", FeatureBlock::H, 96},
     {"V", FeatureBlock::V, 96},
@@ -23,7 +25,12 @@ constexpr std::array<BlockName, 7> kBlocks = {{
     {"D2", FeatureBlock::D2, 180},
     {"PH", FeatureBlock::PH, 1152},
     {"PV", FeatureBlock::PV, 1152},
+    {"MB", FeatureBlock::MB, 768},
+    {"MC", FeatureBlock::MC, 206},
 }};
+
+// MC's first index of each role: 2 * the sum of (cap + 1) over the roles before it.
+constexpr std::array<int, 6> kMobilityOffsets = {0, 18, 50, 84, 136, 188};
 
 // grid[file][rank] = role * 2 + c in the perspective's board, or -1.
 using Grid = std::array<std::array<int, 8>, 8>;
@@ -74,8 +81,8 @@ FeatureSet FeatureSet::parse(std::string_view text) {
                                         [&](const BlockName& b) { return part == b.name; });
         if (found == kBlocks.end()) {
             throw std::invalid_argument("feature set '" + std::string(text) +
-                                        "': unknown or non-native block '" + std::string(part) +
-                                        "' (native blocks: ALL H V D1 D2 PH PV)");
+                                        "': unknown block '" + std::string(part) +
+                                        "' (blocks: ALL H V D1 D2 PH PV MB MC)");
         }
         if (std::find(set.blocks.begin(), set.blocks.end(), found->block) != set.blocks.end()) {
             throw std::invalid_argument("feature set '" + std::string(text) + "' repeats a block");
@@ -98,9 +105,98 @@ std::string FeatureSet::name() const {
     return out;
 }
 
+std::array<Bitboard, 7> mobility_destinations(const Position& position, Color color) {
+    std::array<Bitboard, 7> out{};
+    const Square king = position.king_square(color);
+    const Bitboard ours = position.pieces(color);
+    const Bitboard enemies = position.pieces(~color);
+    const Bitboard occupied = position.occupied();
+    const Bitboard checkers = position.attackers_to(king, occupied) & enemies;
+
+    // The king: squares not attacked once it has left its square (sliders see through it).
+    Bitboard targets = attacks_from_king(king) & ~ours;
+    while (targets) {
+        const Square to = pop_lsb(targets);
+        if (!position.is_attacked_by(~color, to, occupied ^ square_bb(king)))
+            out[King] |= square_bb(to);
+    }
+    const int rights = position.castling_rights() >> (color == White ? 0 : 2);
+    const Square home = color == White ? 4 : 60;
+    if (!checkers && (rights & 3) && king == home) {
+        if ((rights & 1) && !(occupied & (square_bb(home + 1) | square_bb(home + 2))) &&
+            !position.is_attacked_by(~color, home + 1, occupied) &&
+            !position.is_attacked_by(~color, home + 2, occupied))
+            out[King] |= square_bb(home + 2);
+        if ((rights & 2) &&
+            !(occupied & (square_bb(home - 1) | square_bb(home - 2) | square_bb(home - 3))) &&
+            !position.is_attacked_by(~color, home - 1, occupied) &&
+            !position.is_attacked_by(~color, home - 2, occupied))
+            out[King] |= square_bb(home - 2);
+    }
+    if (more_than_one(checkers)) return out;  // double check: only the king moves
+
+    // The others: block or capture a single checker; a pinned piece stays on its pin line.
+    const Bitboard check_mask = checkers ? between_bb(king, lsb(checkers)) | checkers : ~Bitboard{0};
+    const Bitboard pinned = position.blockers_for_king(color) & ours;
+    const auto allowed = [&](Square from) {
+        return check_mask & ((pinned & square_bb(from)) ? line_bb(king, from) : ~Bitboard{0});
+    };
+    for (PieceType type : {Knight, Bishop, Rook, Queen}) {
+        Bitboard pieces = position.pieces(color, type);
+        while (pieces) {
+            const Square from = pop_lsb(pieces);
+            Bitboard attacks = 0;
+            switch (type) {
+                case Knight: attacks = attacks_from_knight(from); break;
+                case Bishop: attacks = attacks_from_bishop(from, occupied); break;
+                case Rook: attacks = attacks_from_rook(from, occupied); break;
+                default: attacks = attacks_from_queen(from, occupied); break;
+            }
+            out[type] |= attacks & ~ours & allowed(from);
+        }
+    }
+    const bool to_move = position.side_to_move() == color;
+    const Square en_passant = position.en_passant_square();
+    Bitboard pawns = position.pieces(color, Pawn);
+    while (pawns) {
+        const Square from = pop_lsb(pawns);
+        const Square push = color == White ? from + 8 : from - 8;  // no pawn stands on a last rank
+        const Bitboard captures = attacks_from_pawn(color, from);
+        Bitboard reach = captures & enemies;
+        if (!(occupied & square_bb(push))) reach |= square_bb(push);
+        out[Pawn] |= reach & allowed(from);
+        // En passant only for the side to move; checked in full (it empties two squares).
+        if (to_move && en_passant != NoSquare && (captures & square_bb(en_passant)) &&
+            position.en_passant_is_legal(from, en_passant))
+            out[Pawn] |= square_bb(en_passant);
+    }
+    return out;
+}
+
 void block_features(const Position& position, Color perspective, FeatureBlock block,
                     std::vector<int>& out) {
     out.clear();
+    if (block == FeatureBlock::MB || block == FeatureBlock::MC) {
+        for (const Color color : {White, Black}) {
+            const int c = color == perspective ? 0 : 1;
+            const std::array<Bitboard, 7> destinations = mobility_destinations(position, color);
+            for (int role = 0; role < 6; ++role) {
+                Bitboard squares = destinations[role + 1];
+                if (block == FeatureBlock::MC) {
+                    const int count = std::min(popcount(squares), kMobilityCaps[role]);
+                    out.push_back(kMobilityOffsets[role] + c * (kMobilityCaps[role] + 1) + count);
+                    continue;
+                }
+                while (squares) {
+                    const Square square = pop_lsb(squares);
+                    const int rank = perspective == White ? rank_of(square) : 7 - rank_of(square);
+                    out.push_back((file_of(square) * 8 + rank) * 12 + role * 2 + c);
+                }
+            }
+        }
+        std::sort(out.begin(), out.end());
+        return;
+    }
     if (block == FeatureBlock::All) {
         Bitboard occupied = position.occupied();
         while (occupied) {

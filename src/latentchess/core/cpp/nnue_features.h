@@ -4,11 +4,14 @@
 //  * A feature set is a list of blocks; block b's indices start at the sum of the sizes before it.
 //  * Each perspective sees the board flipped vertically for Black, colours swapped: c = 0 "ours".
 //    role = piece type - 1 (P N B R Q K = 0..5); file, rank in the perspective's board.
-//  * ALL, H, V, D1, D2, PH, PV are computed here; MB and MC (mobility) are not in the native core
-//    (their networks are trained and evaluated in Python only); parsing them is an error.
+//  * Every block of the reference is here: ALL, H, V, D1, D2, PH, PV and the mobility blocks MB
+//    and MC. Mobility is a colour's legal destinations as if it were to move (its own king left
+//    safe; a pawn's single push and captures, en passant only for the side to move; castling as
+//    the king's two-square move), computed from bitboards without making moves.
 //  * active_features returns each active feature once, sorted ascending.
 #pragma once
 
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,7 +21,10 @@
 
 namespace latentchess::core {
 
-enum class FeatureBlock : int { All, H, V, D1, D2, PH, PV };
+enum class FeatureBlock : int { All, H, V, D1, D2, PH, PV, MB, MC };
+
+// MC's count caps per role (P N B R Q K), as the thesis's table.
+inline constexpr int kMobilityCaps[6] = {8, 15, 16, 25, 25, 8};
 
 struct FeatureSet {
     std::vector<FeatureBlock> blocks;
@@ -40,6 +46,10 @@ inline int all_feature(Color perspective, Color color, PieceType type, Square sq
     const int rank = perspective == White ? rank_of(square) : 7 - rank_of(square);
     return (file * 8 + rank) * 12 + (type - 1) * 2 + (color == perspective ? 0 : 1);
 }
+
+// Union of the legal destination squares of `color`'s pieces of each type (index = PieceType),
+// as if `color` were to move.
+std::array<Bitboard, 7> mobility_destinations(const Position& position, Color color);
 
 // Sorted active features of one block (indices local to the block).
 void block_features(const Position& position, Color perspective, FeatureBlock block,
