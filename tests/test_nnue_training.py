@@ -107,16 +107,20 @@ def test_cache_filters_and_reports_bad_rows(tmp_path: Path) -> None:
         and cache.stm[0] == 0
         and cache.score[0] == 0
     )
-    for features in ("ALL", "ALL+H+V+D1+D2+PH+PV"):  # the core's extractor equals the reference
+    # The core's extractor equals the reference, for the target-score and the PQR caches.
+    for features, pqr in (("ALL", False), ("ALL+D1+PH+MB+MC", False), ("ALL+PV", True)):
         fs = parse_feature_set(features)
         caches = [
-            build_cache([parse_source(f"{csv}")], tmp_path / f"{features}-{n}", fs, use_native=n)
+            build_cache(
+                [parse_source(f"{csv}")], tmp_path / f"{features}-{n}", fs, use_native=n, pqr=pqr
+            )
             for n in (False, True)
         ]
         assert [c.meta["extractor"] for c in caches] == ["python-reference", "native-core"]
-        for name in ("features", "stm", "score"):
-            assert np.array_equal(getattr(caches[0], name), getattr(caches[1], name))
+        for name in ("features", "stm", "score") + (("pqr",) if pqr else ()):
+            assert np.array_equal(getattr(caches[0], name), getattr(caches[1], name)), name
         assert caches[0].meta["verdicts"] == caches[1].meta["verdicts"]
+        assert len(caches[0]) > 0
     bad = tmp_path / "bad.csv"
     bad.write_text(f"{chess.STARTING_FEN},10,,0.5,e2e5,1,\n")
     for native in (False, True):

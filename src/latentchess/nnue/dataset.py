@@ -136,6 +136,17 @@ def _all_features(board: chess.Board) -> tuple[list[int], list[int]]:
     return sorted(white), sorted(black)
 
 
+def _pqr_seed(fen: str) -> int:
+    """R's choice: the other legal moves sorted by UCI, this index modulo their number."""
+    return int.from_bytes(hashlib.blake2b(fen.encode(), digest_size=8).digest(), "little")
+
+
+def _uci(bits: int) -> str:
+    """A core move (from | to << 6 | promotion << 12) in UCI."""
+    promotion = bits >> 12
+    return chess.Move(bits & 63, (bits >> 6) & 63, promotion or None).uci()
+
+
 def _encode(
     board: chess.Board, feature_set: FeatureSet, width: int
 ) -> npt.NDArray[np.int16]:  # (2, K)
@@ -179,11 +190,10 @@ def _label(
     features = _encode(board, feature_set, width)
     if not pqr:
         return "kept", (features, stm, score)
-    others = [m for m in board.legal_moves if m != move]
+    others = sorted(m.uci() for m in board.legal_moves if m != move)
     if not others:
         return "single_move", None
-    seed = int.from_bytes(hashlib.blake2b(fen.encode(), digest_size=8).digest(), "little")
-    other = others[seed % len(others)]
+    other = chess.Move.from_uci(others[_pqr_seed(fen) % len(others)])
     q, r = board.copy(stack=False), board.copy(stack=False)
     q.push(move)
     r.push(other)
@@ -198,9 +208,9 @@ def _label(
 _NATIVE_BLOCKS = frozenset({"ALL", "H", "V", "D1", "D2", "PH", "PV", "MB", "MC"})
 
 
-def _native_labeller(feature_set: FeatureSet, pqr: bool) -> Any:
+def _native_labeller(feature_set: FeatureSet) -> Any:
     """The core's module when it can label rows of this feature set, else ``None``."""
-    if pqr or not set(feature_set.blocks) <= _NATIVE_BLOCKS:
+    if not set(feature_set.blocks) <= _NATIVE_BLOCKS:
         return None
     try:
         from latentchess.core import _native
@@ -210,7 +220,13 @@ def _native_labeller(feature_set: FeatureSet, pqr: bool) -> Any:
 
 
 def _label_native(
-    native: Any, fields: list[str], path: Path, number: int, width: int, feature_set: FeatureSet
+    native: Any,
+    fields: list[str],
+    path: Path,
+    number: int,
+    width: int,
+    feature_set: FeatureSet,
+    pqr: bool,
 ) -> tuple[str, tuple[Any, ...] | None]:
     """:func:`_label` through the core (same filters, same features; equality is tested)."""
     fen, cp_text, mate_text, _, best = fields[:5]
@@ -225,6 +241,7 @@ def _label_native(
         return "large_score", None
     if position.in_check():
         return "in_check", None
+    bits = 0
     if best:  # rows without a best move are static-evaluation labels, quiet by construction
         try:
             bits = position.parse_uci(best)
@@ -235,18 +252,32 @@ def _label_native(
             raise DataFormatError(f"illegal best move {best!r} in {fen!r}", path=path, line=number)
         if position.is_capture(bits):
             return "capture", None
+    elif pqr:
+        return "no_best_move", None
     stm = position.side_to_move()
     score = cp if stm == 0 else -cp
-    pad = feature_set.size
-    features = np.stack(
-        [
-            pad_features(
-                np.asarray(native.nnue_features(position, p, feature_set.name)), width, pad
-            )
-            for p in (0, 1)
-        ]
-    )
-    return "kept", (features, stm, score)
+
+    def encode(board: Any) -> npt.NDArray[np.int16]:
+        return np.stack(
+            [
+                pad_features(
+                    np.asarray(native.nnue_features(board, p, feature_set.name)),
+                    width,
+                    feature_set.size,
+                )
+                for p in (0, 1)
+            ]
+        )
+
+    if not pqr:
+        return "kept", (encode(position), stm, score)
+    others = sorted(_uci(m) for m in position.legal_moves() if m != bits)
+    if not others:
+        return "single_move", None
+    q, r = position.copy(), position.copy()
+    q.push(bits)
+    r.push_uci(others[_pqr_seed(fen) % len(others)])
+    return "kept", (encode(position), stm, score, np.stack([encode(q), encode(r)]))
 
 
 @dataclass(frozen=True)
@@ -320,8 +351,8 @@ def build_cache(
         shard_rows: input rows (before filtering) per shard.
         pqr: also store the features of Q and R for the PQR loss.
         progress: print progress (rows/s, ETA) to stderr.
-        use_native: extract through the core when it supports the feature set (not PQR, no
-            mobility blocks); otherwise, or with ``False``, through the Python reference.
+        use_native: extract through the core (every block, PQR included; equal to the
+            reference by test); with ``False``, or without the core, through the reference.
     """
     out = Path(out)
     if (out / "meta.json").exists():
@@ -348,7 +379,7 @@ def build_cache(
     width = min(feature_set.max_active, 256)
     total_rows = sum(s.rows or 0 for s in sources) or None
     counts: dict[str, int] = {}
-    native = _native_labeller(feature_set, pqr) if use_native else None
+    native = _native_labeller(feature_set) if use_native else None
     shard_index, in_shard, buffer = 0, 0, []
     started, seen = time.monotonic(), 0
 
@@ -380,7 +411,9 @@ def build_cache(
             done = (shards / f"{shard_index:05d}.npz").exists()
             if not done:
                 if native is not None:
-                    verdict, item = _label_native(native, fields, path, number, width, feature_set)
+                    verdict, item = _label_native(
+                        native, fields, path, number, width, feature_set, pqr
+                    )
                 else:
                     verdict, item = _label(fields, path, number, feature_set, width, pqr)
                 counts_shard[verdict] = counts_shard.get(verdict, 0) + 1

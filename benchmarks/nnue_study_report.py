@@ -1,0 +1,164 @@
+"""Collect the feature-set study (``benchmarks/nnue_feature_study.sh``) into a table, JSON and plot.
+
+    python benchmarks/nnue_study_report.py OUT_DIR [--nodes 20000] [--time 50ms]
+
+Reads OUT_DIR/train-*/ (config, metrics), OUT_DIR/pqr-ALL/ and OUT_DIR/match-*.json; writes
+OUT_DIR/table.md, OUT_DIR/study.json and OUT_DIR/study.png. The thesis's numbers (Lombardo 2024,
+slides "Axis encoding / Pairwise axes / Mobility: resultados") sit beside ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from latentchess.nnue.features import parse_feature_set
+
+# Thesis: (validation loss, Elo relative to ALL, its +- as printed). Its pairwise rows are labelled
+# with icons; the horizontal pair icon (o-o) is read as PH, the other as PV.
+THESIS: dict[str, tuple[float, float, float]] = {
+    "ALL": (0.003134, 0.0, 0.0),
+    "ALL+H+V": (0.003082, -27.1, 4.1),
+    "ALL+D1+D2": (0.003087, -26.1, 3.8),
+    "ALL+H+V+D1+D2": (0.003067, -58.7, 3.7),
+    "H+V+D1+D2": (0.003907, -183.5, 4.1),
+    "H+V": (0.005810, -384.3, 5.1),
+    "D1+D2": (0.006707, -444.1, 5.1),
+    "ALL+PH": (0.003033, -38.2, 4.8),
+    "ALL+PV": (0.002946, -8.4, 5.0),
+    "ALL+PH+PV": (0.002868, -37.6, 4.9),
+    "ALL+MB": (0.002824, -260.9, 5.4),
+    "ALL+MC": (0.003032, -280.9, 5.6),
+}
+
+
+def _run_row(run: Path) -> dict[str, Any]:
+    config = json.loads((run / "model" / "config.json").read_text())
+    started = json.loads((run / "config.json").read_text())
+    train = [
+        json.loads(line)
+        for line in (run / "metrics.jsonl").read_text().splitlines()
+        if '"train"' in line
+    ]
+    return {
+        "features": config["data"]["feature_set"],
+        "n": parse_feature_set(config["data"]["feature_set"]).size,
+        "lr": started["lr"],
+        "steps": config["metrics"]["step"],
+        "val_loss": config["metrics"]["val_loss"],
+        "positions_per_s": sum(t["positions_per_s"] for t in train) / max(1, len(train)),
+        "train_minutes": train[-1]["elapsed_s"] / 60 if train else None,
+    }
+
+
+def _match(out: Path, name: str, limit: str) -> dict[str, Any] | None:
+    path = out / f"match-{name}-{limit.replace('=', '')}.json"
+    if not path.is_file():
+        return None
+    doc = json.loads(path.read_text())
+    return {"games": doc["games"], "score": doc["score"], **doc["elo"]}
+
+
+def _elo_text(match: dict[str, Any] | None) -> str:
+    if match is None:
+        return "-"
+    return f"{match['diff']:+.0f} [{match['lower']:+.0f}, {match['upper']:+.0f}]"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--nodes", type=int, default=20000)
+    parser.add_argument("--time", default="50ms")
+    args = parser.parse_args()
+    out: Path = args.out
+    rows = []
+    for name in THESIS:
+        run = out / f"train-{name}"
+        if not (run / "model" / "config.json").is_file():
+            continue
+        row = _run_row(run)
+        row["nodes"] = _match(out, name, f"nodes={args.nodes}")
+        row["time"] = _match(out, name, args.time)
+        row["thesis"] = dict(zip(("val_loss", "elo", "pm"), THESIS[name], strict=True))
+        rows.append(row)
+    pqr = None
+    if (out / "pqr-ALL" / "model" / "config.json").is_file():
+        pqr = _run_row(out / "pqr-ALL")
+        pqr |= {
+            "nodes": _match(out, "pqr", f"nodes={args.nodes}"),
+            "time": _match(out, "pqr", args.time),
+        }
+
+    lines = [
+        f"| feature set | N | lr | held-out loss | train pos/s | Elo vs ALL, {args.nodes} nodes "
+        f"| Elo vs ALL, {args.time} | thesis loss | thesis Elo |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        thesis = row["thesis"]
+        pm = f" +- {thesis['pm']}" if thesis["pm"] else ""
+        lines.append(
+            f"| {row['features']} | {row['n']} | {row['lr']:.3g} | {row['val_loss']:.6f} "
+            f"| {row['positions_per_s']:,.0f} | {_elo_text(row['nodes'])} | "
+            f"{_elo_text(row['time'])} | {thesis['val_loss']:.6f} | {thesis['elo']:+.1f}{pm} |"
+        )
+    if pqr is not None:
+        lines.append(
+            f"| ALL, PQR fine-tuned | 768 | {pqr['lr']:.3g} | (PQR loss) | "
+            f"{pqr['positions_per_s']:,.0f} | {_elo_text(pqr['nodes'])} | "
+            f"{_elo_text(pqr['time'])} | - | +141 +- 6 |"
+        )
+    (out / "table.md").write_text("\n".join(lines) + "\n")
+    (out / "study.json").write_text(
+        json.dumps({"nodes": args.nodes, "time": args.time, "rows": rows, "pqr": pqr}, indent=1)
+    )
+    print("\n".join(lines))
+
+    played = [r for r in rows if r["nodes"] or r["time"]]
+    if played:
+        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 0.45 * len(rows) + 1.5))
+        names = [r["features"] for r in rows]
+        ys = range(len(rows))
+        left.barh(ys, [r["val_loss"] for r in rows], color="tab:blue")
+        left.set_yticks(list(ys), names)
+        left.invert_yaxis()
+        left.set_xlabel("held-out target-score loss (lower is better)")
+        for offset, key, colour in ((-0.18, "nodes", "tab:green"), (0.18, "time", "tab:orange")):
+            for y, row in zip(ys, rows, strict=True):
+                m = row[key]
+                if m is None:
+                    continue
+                right.errorbar(
+                    m["diff"],
+                    y + offset,
+                    xerr=[[m["diff"] - m["lower"]], [m["upper"] - m["diff"]]],
+                    fmt="o",
+                    color=colour,
+                    label=(f"{args.nodes} nodes" if key == "nodes" else args.time)
+                    if y == next(i for i, r in enumerate(rows) if r[key])
+                    else None,
+                )
+        right.scatter(
+            [r["thesis"]["elo"] for r in rows], list(ys), marker="x", color="black", label="thesis"
+        )
+        right.axvline(0, color="grey", lw=0.8)
+        right.set_yticks(list(ys), names)
+        right.invert_yaxis()
+        right.set_xlabel("Elo vs ALL (95% interval)")
+        right.legend(loc="lower left")
+        fig.suptitle("NNUE feature sets, same data and steps (ours) and the thesis's table")
+        fig.tight_layout()
+        fig.savefig(out / "study.png", dpi=110)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
