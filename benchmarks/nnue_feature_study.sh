@@ -76,11 +76,11 @@ if [ ! -f "$OUT/pqr-ALL/model/config.json" ]; then
         --eval-every 50 --log-every 10 --no-progress > "$OUT/pqr-ALL.log" 2>&1
 fi
 
-# 4. Each network against ALL, paired openings, at fixed nodes and at fixed time.
-for name in "${SETS[@]:1}" pqr; do
-    model="$OUT/train-$name/model"
-    [ "$name" = pqr ] && model="$OUT/pqr-ALL/model"
-    for limit in "nodes=$NODES" "$TIME"; do
+# 4. Each network against ALL, paired openings: first all at fixed nodes, then all at fixed time.
+for limit in "nodes=$NODES" "$TIME"; do
+    for name in "${SETS[@]:1}" pqr; do
+        model="$OUT/train-$name/model"
+        [ "$name" = pqr ] && model="$OUT/pqr-ALL/model"
         tag="$name-${limit//=/}"
         [ -f "$OUT/match-$tag.json" ] && continue
         "${LC[@]}" match "ab:eval=$model" "ab:eval=$OUT/train-ALL/model" --games "$GAMES" \
@@ -89,5 +89,5 @@ for name in "${SETS[@]:1}" pqr; do
     done
 done
 
-# 5. The table, the JSON and the plot.
-.venv/bin/python benchmarks/nnue_study_report.py "$OUT" --nodes "$NODES" --time "$TIME"
+# 5. Search speed of each network (nodes/s, interleaved in one process), the table, JSON and plot.
+.venv/bin/python benchmarks/nnue_study_report.py "$OUT" --nodes "$NODES" --time "$TIME" --speed

@@ -38,12 +38,13 @@ def _special(board: chess.Board, move: chess.Move) -> bool:
 
 @pytest.fixture(
     scope="module",
-    params=[(FEATURES, False), (FEATURES, True), ("ALL+MB+MC", False)],
-    ids=["plain", "psqt", "mobility"],
+    params=[(FEATURES, False), (FEATURES, True), ("ALL+MB+MC", False), ("V+D1+D2", True)],
+    ids=["plain", "psqt", "mobility", "local"],
 )
 def network_dir(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
     """Small networks: without and with the psqt term (its weights randomised off material), and
-    one with the mobility blocks, whose features change with every move anywhere on the board."""
+    one with the mobility blocks, whose features change with every move anywhere on the board,
+    and one whose blocks are all updated incrementally (shared features: counted), without ALL."""
     features, psqt = request.param
     torch.manual_seed(1)
     net = Nnue(NnueConfig(feature_set=features, l1=32, l2=8, psqt=psqt))

@@ -95,11 +95,38 @@ int nnue_evaluate(const NnueNetwork& network, const Position& position) {
     return nnue_output(network, refresh_accumulator(network, position), position.side_to_move());
 }
 
+namespace {
+
+bool is_local(FeatureBlock block) {
+    return block == FeatureBlock::All || block == FeatureBlock::H || block == FeatureBlock::V ||
+           block == FeatureBlock::D1 || block == FeatureBlock::D2;
+}
+
+// A local block's feature of one piece, from perspective's view (no offset).
+int local_feature(FeatureBlock block, Color perspective, Color color, PieceType type, Square square) {
+    const int file = file_of(square);
+    const int rank = perspective == White ? rank_of(square) : 7 - rank_of(square);
+    const int kind = (type - 1) * 2 + (color == perspective ? 0 : 1);
+    switch (block) {
+        case FeatureBlock::H: return file * 12 + kind;
+        case FeatureBlock::V: return rank * 12 + kind;
+        case FeatureBlock::D1: return (file + rank) * 12 + kind;
+        case FeatureBlock::D2: return (file + 7 - rank) * 12 + kind;
+        default: return (file * 8 + rank) * 12 + kind;
+    }
+}
+
+}  // namespace
+
 NnueEvaluator::NnueEvaluator(std::shared_ptr<const NnueNetwork> network)
     : network_(std::move(network)) {
     network_->validate();
-    for (std::size_t b = 0; b < network_->features.blocks.size(); ++b) {
-        if (network_->features.blocks[b] == FeatureBlock::All) all_offset_ = network_->features.offsets[b];
+    const FeatureSet& set = network_->features;
+    only_local_ = true;
+    for (std::size_t b = 0; b < set.blocks.size(); ++b) {
+        if (set.blocks[b] == FeatureBlock::All) all_offset_ = set.offsets[b];
+        else if (is_local(set.blocks[b])) shared_blocks_.push_back(b);
+        if (!is_local(set.blocks[b])) only_local_ = false;
     }
 }
 
@@ -119,71 +146,92 @@ void NnueEvaluator::sub_column(std::int16_t* accumulator, std::int32_t* psqt, in
     if (!network_->psqt_weight.empty()) *psqt -= network_->psqt_weight[feature];
 }
 
-void NnueEvaluator::reset(const Position& position) {
+void NnueEvaluator::grow_stacks() {
+    const std::size_t width = static_cast<std::size_t>(2 * network_->l1);
+    const std::size_t plies = static_cast<std::size_t>(ply_) + 2;
+    if (stack_.size() >= plies * width) return;
+    const std::size_t capacity = std::max(stack_.size() / width * 2, plies);
+    stack_.resize(capacity * width);
+    psqt_stack_.resize(capacity * 2);
+    if (!shared_blocks_.empty())
+        count_stack_.resize(capacity * 2 * static_cast<std::size_t>(network_->features.size));
+}
+
+void NnueEvaluator::apply_piece(Color color, PieceType type, Square square, int delta) {
     const int l1 = network_->l1;
-    ply_ = 0;
-    stack_.assign(static_cast<std::size_t>(2 * l1) * 8, 0);
-    psqt_stack_.assign(2 * 8, 0);
-    // The stack holds the bias plus the ALL block only; other blocks are added at evaluation.
+    const FeatureSet& set = network_->features;
+    std::int16_t* top = stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
+    std::int32_t* psqt = psqt_stack_.data() + static_cast<std::size_t>(ply_) * 2;
+    std::uint8_t* counts =
+        shared_blocks_.empty() ? nullptr
+                               : count_stack_.data() + static_cast<std::size_t>(ply_) * 2 * set.size;
     for (const Color perspective : {White, Black}) {
-        std::int16_t* values = stack_.data() + perspective * l1;
-        std::int32_t* psqt = psqt_stack_.data() + perspective;
-        std::copy(network_->ft_bias.begin(), network_->ft_bias.end(), values);
-        if (all_offset_ < 0) continue;
-        Bitboard occupied = position.occupied();
-        while (occupied) {
-            const Square square = pop_lsb(occupied);
-            add_column(values, psqt,
-                       all_offset_ + all_feature(perspective, position.color_on(square),
-                                                 position.piece_type_on(square), square));
+        std::int16_t* values = top + perspective * l1;
+        if (all_offset_ >= 0) {
+            const int feature = all_offset_ + all_feature(perspective, color, type, square);
+            if (delta > 0) add_column(values, psqt + perspective, feature);
+            else sub_column(values, psqt + perspective, feature);
+        }
+        for (const std::size_t b : shared_blocks_) {
+            const int feature =
+                set.offsets[b] + local_feature(set.blocks[b], perspective, color, type, square);
+            std::uint8_t& count = counts[perspective * set.size + feature];
+            if (delta > 0 && count++ == 0) add_column(values, psqt + perspective, feature);
+            if (delta < 0 && --count == 0) sub_column(values, psqt + perspective, feature);
         }
     }
 }
 
-void NnueEvaluator::on_do_move(const Position& before, Move move) {
+void NnueEvaluator::reset(const Position& position) {
     const int l1 = network_->l1;
-    const std::size_t width = static_cast<std::size_t>(2 * l1);
-    if (stack_.size() < (ply_ + 2) * width) stack_.resize(std::max(stack_.size() * 2, (ply_ + 2) * width));
-    if (psqt_stack_.size() < static_cast<std::size_t>(ply_ + 2) * 2) psqt_stack_.resize(stack_.size() / width * 2);
-    std::int16_t* parent = stack_.data() + ply_ * width;
-    std::int16_t* child = parent + width;
-    std::memcpy(child, parent, width * sizeof(std::int16_t));
-    std::int32_t* child_psqt = psqt_stack_.data() + (ply_ + 1) * 2;
-    child_psqt[0] = child_psqt[-2];
-    child_psqt[1] = child_psqt[-1];
+    ply_ = 0;
+    stack_.clear();
+    psqt_stack_.clear();
+    count_stack_.clear();
+    grow_stacks();
+    // The stack holds the bias plus the local blocks; the others are added at evaluation.
+    std::fill(count_stack_.begin(), count_stack_.end(), 0);
+    for (const Color perspective : {White, Black}) {
+        std::copy(network_->ft_bias.begin(), network_->ft_bias.end(), stack_.data() + perspective * l1);
+        psqt_stack_[perspective] = 0;
+    }
+    Bitboard occupied = position.occupied();
+    while (occupied) {
+        const Square square = pop_lsb(occupied);
+        apply_piece(position.color_on(square), position.piece_type_on(square), square, +1);
+    }
+}
+
+void NnueEvaluator::on_do_move(const Position& before, Move move) {
+    const std::size_t width = static_cast<std::size_t>(2 * network_->l1);
+    grow_stacks();
+    std::memcpy(stack_.data() + (ply_ + 1) * width, stack_.data() + ply_ * width,
+                width * sizeof(std::int16_t));
+    psqt_stack_[(ply_ + 1) * 2] = psqt_stack_[ply_ * 2];
+    psqt_stack_[(ply_ + 1) * 2 + 1] = psqt_stack_[ply_ * 2 + 1];
+    if (!shared_blocks_.empty()) {
+        const std::size_t counts = 2 * static_cast<std::size_t>(network_->features.size);
+        std::memcpy(count_stack_.data() + (ply_ + 1) * counts, count_stack_.data() + ply_ * counts,
+                    counts);
+    }
     ++ply_;
-    if (all_offset_ < 0) return;
+    if (all_offset_ < 0 && shared_blocks_.empty()) return;
     const Color us = before.side_to_move();
     const Square from = move.from(), to = move.to();
     const PieceType moved = before.piece_type_on(from);
     const PieceType placed = move.promotion() != NoPieceType ? move.promotion() : moved;
-    Square captured_square = NoSquare;
-    PieceType captured = NoPieceType;
     if (before.piece_type_on(to) != NoPieceType && before.color_on(to) != us) {
-        captured_square = to;
-        captured = before.piece_type_on(to);
+        apply_piece(~us, before.piece_type_on(to), to, -1);
     } else if (moved == Pawn && file_of(from) != file_of(to) && before.piece_type_on(to) == NoPieceType) {
-        captured_square = us == White ? to - 8 : to + 8;  // en passant
-        captured = Pawn;
+        apply_piece(~us, Pawn, us == White ? to - 8 : to + 8, -1);  // en passant
     }
-    const bool castling = moved == King && (to - from == 2 || from - to == 2);
-    for (const Color perspective : {White, Black}) {
-        std::int16_t* values = child + perspective * l1;
-        std::int32_t* psqt = child_psqt + perspective;
-        sub_column(values, psqt, all_offset_ + all_feature(perspective, us, moved, from));
-        add_column(values, psqt, all_offset_ + all_feature(perspective, us, placed, to));
-        if (captured != NoPieceType) {
-            sub_column(values, psqt,
-                       all_offset_ + all_feature(perspective, ~us, captured, captured_square));
-        }
-        if (castling) {
-            const int rank = rank_of(from);
-            const bool kingside = file_of(to) == 6;
-            const Square rook_from = make_square(kingside ? 7 : 0, rank);
-            const Square rook_to = make_square(kingside ? 5 : 3, rank);
-            sub_column(values, psqt, all_offset_ + all_feature(perspective, us, Rook, rook_from));
-            add_column(values, psqt, all_offset_ + all_feature(perspective, us, Rook, rook_to));
-        }
+    apply_piece(us, moved, from, -1);
+    apply_piece(us, placed, to, +1);
+    if (moved == King && (to - from == 2 || from - to == 2)) {  // castling: the rook too
+        const int rank = rank_of(from);
+        const bool kingside = file_of(to) == 6;
+        apply_piece(us, Rook, make_square(kingside ? 7 : 0, rank), -1);
+        apply_piece(us, Rook, make_square(kingside ? 5 : 3, rank), +1);
     }
 }
 
@@ -191,12 +239,16 @@ void NnueEvaluator::on_undo_move() { --ply_; }
 
 void NnueEvaluator::on_do_null_move() {
     const std::size_t width = static_cast<std::size_t>(2 * network_->l1);
-    if (stack_.size() < (ply_ + 2) * width) stack_.resize(std::max(stack_.size() * 2, (ply_ + 2) * width));
-    if (psqt_stack_.size() < static_cast<std::size_t>(ply_ + 2) * 2) psqt_stack_.resize(stack_.size() / width * 2);
+    grow_stacks();
     std::memcpy(stack_.data() + (ply_ + 1) * width, stack_.data() + ply_ * width,
                 width * sizeof(std::int16_t));
     psqt_stack_[(ply_ + 1) * 2] = psqt_stack_[ply_ * 2];
     psqt_stack_[(ply_ + 1) * 2 + 1] = psqt_stack_[ply_ * 2 + 1];
+    if (!shared_blocks_.empty()) {
+        const std::size_t counts = 2 * static_cast<std::size_t>(network_->features.size);
+        std::memcpy(count_stack_.data() + (ply_ + 1) * counts, count_stack_.data() + ply_ * counts,
+                    counts);
+    }
     ++ply_;
 }
 
@@ -206,7 +258,7 @@ void NnueEvaluator::add_other_blocks(const Position& position, NnueAccumulator& 
     const FeatureSet& set = network_->features;
     std::vector<int> part;
     for (std::size_t b = 0; b < set.blocks.size(); ++b) {
-        if (set.blocks[b] == FeatureBlock::All) continue;
+        if (is_local(set.blocks[b])) continue;  // on the stack already
         for (const Color perspective : {White, Black}) {
             block_features(position, perspective, set.blocks[b], part);
             for (const int feature : part) {
@@ -232,7 +284,7 @@ NnueAccumulator NnueEvaluator::current_accumulator(const Position& position) con
 int NnueEvaluator::evaluate(const Position& position) {
     const int l1 = network_->l1;
     const std::int16_t* top = stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
-    if (network_->features.only_all()) {
+    if (only_local_) {
         const Color us = position.side_to_move();
         const std::int32_t* psqt = psqt_stack_.data() + static_cast<std::size_t>(ply_) * 2;
         return bounded(output_layers(*network_, top + us * l1, top + (~us) * l1, psqt[us], psqt[~us]));

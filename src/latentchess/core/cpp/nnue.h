@@ -10,8 +10,11 @@
 //    the sum before the final shift; psqt(perspective) sums the weights of its active features.
 //  * The network is immutable after construction and shared between evaluators (and threads).
 //  * NnueEvaluator keeps one accumulator pair per ply on a stack: on_do_move computes the child's
-//    ALL-block part from the parent's by adding/removing the moved, captured and castling-rook
-//    features; the other blocks (non-local or with shared features) are summed at evaluation.
+//    from the parent's for the local blocks (ALL, H, V, D1, D2: a feature depends on one piece's
+//    square) by applying the moved, captured and castling-rook pieces' changes. H, V, D1 and D2
+//    share a feature between pieces (two pawns on one rank), so a per-feature piece count rides
+//    along and a column is added when its count leaves 0 and removed when it returns to 0. The
+//    non-local blocks (PH, PV, MB, MC) are summed at evaluation (refresh).
 //    After any sequence of do/undo, the stack top equals refresh(position) (tested).
 #pragma once
 
@@ -85,9 +88,16 @@ class NnueEvaluator final : public Evaluator {
     void add_column(std::int16_t* accumulator, std::int32_t* psqt, int feature) const;
     void sub_column(std::int16_t* accumulator, std::int32_t* psqt, int feature) const;
     void add_other_blocks(const Position& position, NnueAccumulator& accumulator) const;
+    // One piece (colour, type) appearing (+1) or leaving (-1) a square: every local block's
+    // feature, in both perspectives, of the accumulator pair / psqt pair / counts at ply_.
+    void apply_piece(Color color, PieceType type, Square square, int delta);
+    void grow_stacks();
 
     std::shared_ptr<const NnueNetwork> network_;
     int all_offset_ = -1;  // offset of the ALL block, -1 when the set has none
+    std::vector<std::size_t> shared_blocks_;  // indices of H, V, D1, D2 in the set (counted)
+    bool only_local_ = false;  // no block is summed at evaluation
+    std::vector<std::uint8_t> count_stack_;  // per ply: 2 * N piece counts (when shared_blocks_)
     std::vector<std::int16_t> stack_;  // per ply: 2 * L1 values (White's, then Black's)
     std::vector<std::int32_t> psqt_stack_;  // per ply: the 2 psqt sums (White's, then Black's)
     int ply_ = 0;
