@@ -1,16 +1,20 @@
 """Collect the feature-set study (``benchmarks/nnue_feature_study.sh``) into a table, JSON and plot.
 
-    python benchmarks/nnue_study_report.py OUT_DIR [--nodes 20000] [--time 50ms]
+    python benchmarks/nnue_study_report.py OUT_DIR [--nodes 20000] [--time 50ms] [--speed]
 
 Reads OUT_DIR/train-*/ (config, metrics), OUT_DIR/pqr-ALL/ and OUT_DIR/match-*.json; writes
 OUT_DIR/table.md, OUT_DIR/study.json and OUT_DIR/study.png. The thesis's numbers (Lombardo 2024,
-slides "Axis encoding / Pairwise axes / Mobility: resultados") sit beside ours.
+slides "Axis encoding / Pairwise axes / Mobility: resultados") sit beside ours. ``--speed`` first
+measures each network's search speed (``ab:eval=...`` nodes/s on the same positions, the networks
+interleaved in one process; run it on a quiet machine) into OUT_DIR/speed.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +62,40 @@ def _run_row(run: Path) -> dict[str, Any]:
     }
 
 
+def measure_speed(out: Path, names: list[str], positions: int, seconds: float) -> dict[str, float]:
+    """Nodes/s of ``ab:eval=<network>`` for each name, on the same random-walk positions."""
+    import chess
+    import chess.engine
+
+    from latentchess.engines.registry import create_engine
+
+    rng, boards = random.Random(2), []
+    while len(boards) < positions:
+        board = chess.Board()
+        for _ in range(rng.randrange(8, 40)):
+            board.push(rng.choice(list(board.legal_moves)))
+            if board.is_game_over():
+                break
+        if not board.is_game_over():
+            boards.append(board)
+    engines = {name: create_engine(f"ab:eval={out / f'train-{name}' / 'model'}") for name in names}
+    nodes = dict.fromkeys(names, 0)
+    spent = dict.fromkeys(names, 0.0)
+    try:
+        for board in boards:
+            for name, engine in engines.items():  # interleaved: drifts in load hit all alike
+                tick = time.perf_counter()
+                info = engine.analyse(board, chess.engine.Limit(time=seconds))
+                spent[name] += time.perf_counter() - tick
+                nodes[name] += int(info.nodes or 0)
+    finally:
+        for engine in engines.values():
+            close = getattr(engine, "close", None)
+            if close is not None:
+                close()
+    return {name: nodes[name] / spent[name] for name in names}
+
+
 def _match(out: Path, name: str, limit: str) -> dict[str, Any] | None:
     path = out / f"match-{name}-{limit.replace('=', '')}.json"
     if not path.is_file():
@@ -72,19 +110,41 @@ def _elo_text(match: dict[str, Any] | None) -> str:
     return f"{match['diff']:+.0f} [{match['lower']:+.0f}, {match['upper']:+.0f}]"
 
 
+def _speed_text(row: dict[str, Any]) -> str:
+    if row["nodes_per_s"] is None:
+        return "-"
+    return f"{row['nodes_per_s'] / 1e3:,.0f} k ({row['speed_vs_all']:.2f})"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--nodes", type=int, default=20000)
     parser.add_argument("--time", default="50ms")
+    parser.add_argument("--speed", action="store_true", help="measure nodes/s first")
+    parser.add_argument("--positions", type=int, default=8, help="--speed positions")
+    parser.add_argument("--seconds", type=float, default=1.0, help="--speed time per position")
     args = parser.parse_args()
     out: Path = args.out
+    trained = [n for n in THESIS if (out / f"train-{n}" / "model" / "config.json").is_file()]
+    if args.speed:
+        speed = measure_speed(out, trained, args.positions, args.seconds)
+        (out / "speed.json").write_text(
+            json.dumps(
+                {"positions": args.positions, "seconds": args.seconds, "nodes_per_s": speed},
+                indent=1,
+            )
+        )
+    speed_file = out / "speed.json"
+    speeds = json.loads(speed_file.read_text())["nodes_per_s"] if speed_file.is_file() else {}
     rows = []
-    for name in THESIS:
+    for name in trained:
         run = out / f"train-{name}"
-        if not (run / "model" / "config.json").is_file():
-            continue
         row = _run_row(run)
+        row["nodes_per_s"] = speeds.get(name)
+        row["speed_vs_all"] = (
+            speeds[name] / speeds["ALL"] if name in speeds and "ALL" in speeds else None
+        )
         row["nodes"] = _match(out, name, f"nodes={args.nodes}")
         row["time"] = _match(out, name, args.time)
         row["thesis"] = dict(zip(("val_loss", "elo", "pm"), THESIS[name], strict=True))
@@ -98,22 +158,22 @@ def main() -> int:
         }
 
     lines = [
-        f"| feature set | N | lr | held-out loss | train pos/s | Elo vs ALL, {args.nodes} nodes "
-        f"| Elo vs ALL, {args.time} | thesis loss | thesis Elo |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| feature set | N | lr | held-out loss | train pos/s | search nodes/s (vs ALL) "
+        f"| Elo vs ALL, {args.nodes} nodes | Elo vs ALL, {args.time} | thesis loss | thesis Elo |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         thesis = row["thesis"]
         pm = f" +- {thesis['pm']}" if thesis["pm"] else ""
         lines.append(
             f"| {row['features']} | {row['n']} | {row['lr']:.3g} | {row['val_loss']:.6f} "
-            f"| {row['positions_per_s']:,.0f} | {_elo_text(row['nodes'])} | "
+            f"| {row['positions_per_s']:,.0f} | {_speed_text(row)} | {_elo_text(row['nodes'])} | "
             f"{_elo_text(row['time'])} | {thesis['val_loss']:.6f} | {thesis['elo']:+.1f}{pm} |"
         )
     if pqr is not None:
         lines.append(
             f"| ALL, PQR fine-tuned | 768 | {pqr['lr']:.3g} | (PQR loss) | "
-            f"{pqr['positions_per_s']:,.0f} | {_elo_text(pqr['nodes'])} | "
+            f"{pqr['positions_per_s']:,.0f} | as ALL | {_elo_text(pqr['nodes'])} | "
             f"{_elo_text(pqr['time'])} | - | +141 +- 6 |"
         )
     (out / "table.md").write_text("\n".join(lines) + "\n")
