@@ -15,7 +15,10 @@ cd "$(dirname "$0")/.."
 set_name=${1:?usage: hybrid_gauntlet.sh main|slow|k LIMIT GAMES}
 limit=${2:-100ms}
 games=${3:-16}
-out=benchmarks/results/hybrid/$limit
+# OUT: results root (default benchmarks/results/hybrid; the NNUE runs use .../hybrid/nnue);
+# SF_ELO: the Stockfish UCI_Elo rung that anchors the scale (default 2000).
+out=${OUT:-benchmarks/results/hybrid}/$limit
+rung=stockfish:elo=${SF_ELO:-2000}
 mkdir -p "$out"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
@@ -27,7 +30,7 @@ case $set_name in
       "latent:depth=4|ab"
       "hybrid:mode=verify,k=3|latent:depth=4"
       "hybrid:mode=order|latent:depth=4"
-      "ab|stockfish:elo=2000"
+      "ab|$rung"
       "hybrid:mode=horizon,depth=2|ab"
     )
     ;;
@@ -36,7 +39,7 @@ case $set_name in
       "hybrid:mode=verify,k=3|ab"
       "hybrid:mode=order|ab"
       "latent:depth=4|ab"
-      "ab|stockfish:elo=2000"
+      "ab|$rung"
       "hybrid:mode=horizon,depth=2|latent:depth=4"
     )
     ;;

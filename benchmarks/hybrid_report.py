@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/hybrid_report.py benchmarks/results/hybrid
 
 Reads every ``LIMIT/*.pgn`` under the directory (``hybrid_gauntlet.sh``'s output), fits one
-BayesElo model per time control with ``stockfish:elo=2000`` anchored at 2000 when it played (the
+BayesElo model per time control with each ``stockfish:elo=N`` that played anchored at N (the
 Stockfish 15.1 ``UCI_Elo`` scale; otherwise ``ab`` is set to 0 and ratings are relative), and
 writes ``elo.json``, ``elo.md`` and ``elo.png`` (Elo against time per move) beside them.
 """
@@ -19,7 +19,8 @@ from pathlib import Path
 from latentchess.evaluation.elo import fit_bayeselo, read_pgn_outcomes
 from latentchess.provenance import git_commit
 
-ANCHOR = "stockfish:elo=2000"
+ANCHOR = re.compile(r"stockfish:elo=(\d+)")
+"""Stockfish rungs (``UCI_Elo``) that played are anchored at their rating."""
 
 
 def _seconds(limit: str) -> float:
@@ -46,10 +47,11 @@ def main(argv: list[str] | None = None) -> int:
         if not outcomes:
             continue
         names = {o.white for o in outcomes} | {o.black for o in outcomes}
-        anchors = {ANCHOR: 2000.0} if ANCHOR in names else {"ab": 0.0}
+        rungs = {n: float(m[1]) for n in names if (m := ANCHOR.fullmatch(n))}
+        anchors = rungs or {"ab": 0.0}
         fit = fit_bayeselo(outcomes, anchors=anchors)
         fits[folder.name] = fit.to_dict()
-        scale = "Stockfish UCI_Elo scale" if ANCHOR in anchors else "relative to ab = 0"
+        scale = "Stockfish UCI_Elo scale" if rungs else "relative to ab = 0"
         lines += [f"## {folder.name} per move ({len(outcomes)} games, {scale})", "", "```"]
         lines += [fit.table(), "```", ""]
         pairs: dict[tuple[str, str], list[float]] = {}
