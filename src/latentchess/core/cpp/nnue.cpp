@@ -140,12 +140,6 @@ void NnueEvaluator::add_column(std::int16_t* accumulator, std::int32_t* psqt, in
     if (!network_->psqt_weight.empty()) *psqt += network_->psqt_weight[feature];
 }
 
-void NnueEvaluator::sub_column(std::int16_t* accumulator, std::int32_t* psqt, int feature) const {
-    sub_row(accumulator, network_->ft_weight.data() + static_cast<std::size_t>(feature) * network_->l1,
-            network_->l1);
-    if (!network_->psqt_weight.empty()) *psqt -= network_->psqt_weight[feature];
-}
-
 void NnueEvaluator::grow_stacks() {
     const std::size_t width = static_cast<std::size_t>(2 * network_->l1);
     const std::size_t plies = static_cast<std::size_t>(ply_) + 2;
@@ -157,7 +151,8 @@ void NnueEvaluator::grow_stacks() {
         count_stack_.resize(capacity * 2 * static_cast<std::size_t>(network_->features.size));
 }
 
-void NnueEvaluator::apply_piece(Color color, PieceType type, Square square, int delta) {
+void NnueEvaluator::apply_piece(Color color, PieceType type, Square square, int delta,
+                                ColumnChanges* changes) {
     const int l1 = network_->l1;
     const FeatureSet& set = network_->features;
     std::int16_t* top = stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
@@ -165,19 +160,28 @@ void NnueEvaluator::apply_piece(Color color, PieceType type, Square square, int 
     std::uint8_t* counts =
         shared_blocks_.empty() ? nullptr
                                : count_stack_.data() + static_cast<std::size_t>(ply_) * 2 * set.size;
-    for (const Color perspective : {White, Black}) {
-        std::int16_t* values = top + perspective * l1;
-        if (all_offset_ >= 0) {
-            const int feature = all_offset_ + all_feature(perspective, color, type, square);
-            if (delta > 0) add_column(values, psqt + perspective, feature);
-            else sub_column(values, psqt + perspective, feature);
+    const bool has_psqt = !network_->psqt_weight.empty();
+    const auto change = [&](Color perspective, int feature, bool add) {
+        if (has_psqt) psqt[perspective] += add ? network_->psqt_weight[feature] : -network_->psqt_weight[feature];
+        if (changes == nullptr) {
+            const std::int16_t* row = network_->ft_weight.data() + static_cast<std::size_t>(feature) * l1;
+            if (add) add_row(top + perspective * l1, row, l1);
+            else sub_row(top + perspective * l1, row, l1);
+        } else if (add) {
+            changes[perspective].added[changes[perspective].added_count++] = feature;
+        } else {
+            changes[perspective].removed[changes[perspective].removed_count++] = feature;
         }
+    };
+    for (const Color perspective : {White, Black}) {
+        if (all_offset_ >= 0)
+            change(perspective, all_offset_ + all_feature(perspective, color, type, square), delta > 0);
         for (const std::size_t b : shared_blocks_) {
             const int feature =
                 set.offsets[b] + local_feature(set.blocks[b], perspective, color, type, square);
             std::uint8_t& count = counts[perspective * set.size + feature];
-            if (delta > 0 && count++ == 0) add_column(values, psqt + perspective, feature);
-            if (delta < 0 && --count == 0) sub_column(values, psqt + perspective, feature);
+            if (delta > 0 && count++ == 0) change(perspective, feature, true);
+            if (delta < 0 && --count == 0) change(perspective, feature, false);
         }
     }
 }
@@ -203,10 +207,11 @@ void NnueEvaluator::reset(const Position& position) {
 }
 
 void NnueEvaluator::on_do_move(const Position& before, Move move) {
-    const std::size_t width = static_cast<std::size_t>(2 * network_->l1);
+    const int l1 = network_->l1;
+    const std::size_t width = static_cast<std::size_t>(2 * l1);
     grow_stacks();
-    std::memcpy(stack_.data() + (ply_ + 1) * width, stack_.data() + ply_ * width,
-                width * sizeof(std::int16_t));
+    const std::int16_t* parent = stack_.data() + ply_ * width;
+    std::int16_t* child = stack_.data() + (ply_ + 1) * width;
     psqt_stack_[(ply_ + 1) * 2] = psqt_stack_[ply_ * 2];
     psqt_stack_[(ply_ + 1) * 2 + 1] = psqt_stack_[ply_ * 2 + 1];
     if (!shared_blocks_.empty()) {
@@ -215,23 +220,47 @@ void NnueEvaluator::on_do_move(const Position& before, Move move) {
                     counts);
     }
     ++ply_;
-    if (all_offset_ < 0 && shared_blocks_.empty()) return;
-    const Color us = before.side_to_move();
-    const Square from = move.from(), to = move.to();
-    const PieceType moved = before.piece_type_on(from);
-    const PieceType placed = move.promotion() != NoPieceType ? move.promotion() : moved;
-    if (before.piece_type_on(to) != NoPieceType && before.color_on(to) != us) {
-        apply_piece(~us, before.piece_type_on(to), to, -1);
-    } else if (moved == Pawn && file_of(from) != file_of(to) && before.piece_type_on(to) == NoPieceType) {
-        apply_piece(~us, Pawn, us == White ? to - 8 : to + 8, -1);  // en passant
+    ColumnChanges changes[2];
+    if (all_offset_ >= 0 || !shared_blocks_.empty()) {
+        const Color us = before.side_to_move();
+        const Square from = move.from(), to = move.to();
+        const PieceType moved = before.piece_type_on(from);
+        const PieceType placed = move.promotion() != NoPieceType ? move.promotion() : moved;
+        if (before.piece_type_on(to) != NoPieceType && before.color_on(to) != us) {
+            apply_piece(~us, before.piece_type_on(to), to, -1, changes);
+        } else if (moved == Pawn && file_of(from) != file_of(to) &&
+                   before.piece_type_on(to) == NoPieceType) {
+            apply_piece(~us, Pawn, us == White ? to - 8 : to + 8, -1, changes);  // en passant
+        }
+        apply_piece(us, moved, from, -1, changes);
+        apply_piece(us, placed, to, +1, changes);
+        if (moved == King && (to - from == 2 || from - to == 2)) {  // castling: the rook too
+            const int rank = rank_of(from);
+            const bool kingside = file_of(to) == 6;
+            apply_piece(us, Rook, make_square(kingside ? 7 : 0, rank), -1, changes);
+            apply_piece(us, Rook, make_square(kingside ? 5 : 3, rank), +1, changes);
+        }
     }
-    apply_piece(us, moved, from, -1);
-    apply_piece(us, placed, to, +1);
-    if (moved == King && (to - from == 2 || from - to == 2)) {  // castling: the rook too
-        const int rank = rank_of(from);
-        const bool kingside = file_of(to) == 6;
-        apply_piece(us, Rook, make_square(kingside ? 7 : 0, rank), -1);
-        apply_piece(us, Rook, make_square(kingside ? 5 : 3, rank), +1);
+    // The child from the parent in one pass per perspective for the usual move (one column in,
+    // one out), then any further columns in place.
+    for (const Color perspective : {White, Black}) {
+        const ColumnChanges& c = changes[perspective];
+        const std::int16_t* source = parent + perspective * l1;
+        std::int16_t* target = child + perspective * l1;
+        const auto row = [&](int feature) {
+            return network_->ft_weight.data() + static_cast<std::size_t>(feature) * l1;
+        };
+        int added = 0, removed = 0;
+        if (c.added_count > 0 && c.removed_count > 0) {
+            const std::int16_t* plus = row(c.added[0]);
+            const std::int16_t* minus = row(c.removed[0]);
+            for (int i = 0; i < l1; ++i) target[i] = wrap_sub(wrap_add(source[i], plus[i]), minus[i]);
+            added = removed = 1;
+        } else {
+            std::memcpy(target, source, static_cast<std::size_t>(l1) * sizeof(std::int16_t));
+        }
+        for (; added < c.added_count; ++added) add_row(target, row(c.added[added]), l1);
+        for (; removed < c.removed_count; ++removed) sub_row(target, row(c.removed[removed]), l1);
     }
 }
 

@@ -84,13 +84,22 @@ class NnueEvaluator final : public Evaluator {
     const NnueNetwork& network() const { return *network_; }
 
   private:
-    // Add / remove a feature's column (and its psqt weight) to one perspective's accumulator.
+    // Add a feature's column (and its psqt weight) to one perspective's accumulator.
     void add_column(std::int16_t* accumulator, std::int32_t* psqt, int feature) const;
-    void sub_column(std::int16_t* accumulator, std::int32_t* psqt, int feature) const;
     void add_other_blocks(const Position& position, NnueAccumulator& accumulator) const;
+    // The columns one move adds to / removes from a perspective's accumulator (at most 3 pieces
+    // change, each in up to 5 local blocks).
+    struct ColumnChanges {
+        int added[16];
+        int removed[16];
+        int added_count = 0;
+        int removed_count = 0;
+    };
     // One piece (colour, type) appearing (+1) or leaving (-1) a square: every local block's
-    // feature, in both perspectives, of the accumulator pair / psqt pair / counts at ply_.
-    void apply_piece(Color color, PieceType type, Square square, int delta);
+    // feature in both perspectives. Updates the psqt pair and the counts at ply_; the columns
+    // are added to the accumulators at ply_ now (changes == nullptr) or recorded in changes.
+    void apply_piece(Color color, PieceType type, Square square, int delta,
+                     ColumnChanges* changes = nullptr);
     void grow_stacks();
 
     std::shared_ptr<const NnueNetwork> network_;

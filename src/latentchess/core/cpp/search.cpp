@@ -82,6 +82,7 @@ Search::Search(const Position& root, TranspositionTable& table, Evaluator& evalu
 void Search::do_move(Move move) {
   evaluator_.on_do_move(position_, move);
   position_.do_move(move);
+  table_.prefetch(position_.key());
 }
 
 void Search::undo_move() {

@@ -1,7 +1,9 @@
 // The transposition table: a fixed-size hash of search results, sized in megabytes.
 //
 // Invariants:
-// - Buckets of kBucketSize entries; a position's bucket is chosen by the high bits of
+// - Buckets of kBucketSize 12-byte entries padded to one 64-byte cache line (one miss per
+//   probe; the search prefetches a child's bucket as soon as its key is known); a position's
+//   bucket is chosen by the high bits of
 //   (key * bucket count) and it is recognised by the key's low 32 bits, so distinct positions can
 //   collide: every move read back must be checked (is_pseudo_legal + is_legal) before use.
 // - Scores are stored "mate relative to this node" (see score_to_table/score_from_table) so a
@@ -44,7 +46,7 @@ struct ProbeResult {
 
 class TranspositionTable {
  public:
-  static constexpr int kBucketSize = 4;
+  static constexpr int kBucketSize = 5;
 
   explicit TranspositionTable(std::size_t megabytes = 16);
 
@@ -53,6 +55,8 @@ class TranspositionTable {
   void new_search() { generation_ = (generation_ + 1) & 63; }
 
   ProbeResult probe(std::uint64_t key) const;
+  // Start loading key's bucket into the cache (a hint; no effect on results).
+  void prefetch(std::uint64_t key) const { __builtin_prefetch(&buckets_[bucket_index(key)]); }
   void store(std::uint64_t key, Move move, int score, int static_eval, int depth, Bound bound);
 
   // Permille of a sample of entries written in the current search (UCI "hashfull").
@@ -60,9 +64,10 @@ class TranspositionTable {
   std::size_t megabytes() const { return megabytes_; }
 
  private:
-  struct Bucket {
+  struct alignas(64) Bucket {
     TableEntry entries[kBucketSize];
   };
+  static_assert(sizeof(Bucket) == 64, "a bucket is one cache line");
 
   std::size_t bucket_index(std::uint64_t key) const {
     return static_cast<std::size_t>((static_cast<unsigned __int128>(key) * buckets_.size()) >> 64);
