@@ -107,7 +107,8 @@ def _match(out: Path, name: str, limit: str) -> dict[str, Any] | None:
 def _elo_text(match: dict[str, Any] | None) -> str:
     if match is None:
         return "-"
-    return f"{match['diff']:+.0f} [{match['lower']:+.0f}, {match['upper']:+.0f}]"
+    low, high = (float(match[k]) for k in ("lower", "upper"))  # "-inf" when a side never won
+    return f"{float(match['diff']):+.0f} [{low:+.0f}, {high:+.0f}]"
 
 
 def _speed_text(row: dict[str, Any]) -> str:
@@ -191,6 +192,7 @@ def main() -> int:
         left.set_yticks(list(ys), names)
         left.invert_yaxis()
         left.set_xlabel("held-out target-score loss (lower is better)")
+        left.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
         for offset, key, colour in ((-0.18, "nodes", "tab:green"), (0.18, "time", "tab:orange")):
             for y, row in zip(ys, rows, strict=True):
                 m = row[key]
@@ -199,7 +201,11 @@ def main() -> int:
                 right.errorbar(
                     m["diff"],
                     y + offset,
-                    xerr=[[m["diff"] - m["lower"]], [m["upper"] - m["diff"]]],
+                    # an infinite bound (one side never won) is drawn to the plot's edge
+                    xerr=[
+                        [m["diff"] - max(float(m["lower"]), -800.0)],
+                        [min(float(m["upper"]), 800.0) - m["diff"]],
+                    ],
                     fmt="o",
                     color=colour,
                     label=(f"{args.nodes} nodes" if key == "nodes" else args.time)
