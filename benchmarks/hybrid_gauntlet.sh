@@ -16,7 +16,8 @@ set_name=${1:?usage: hybrid_gauntlet.sh main|slow|k LIMIT GAMES}
 limit=${2:-100ms}
 games=${3:-16}
 # OUT: results root (default benchmarks/results/hybrid; the NNUE runs use .../hybrid/nnue);
-# SF_ELO: the Stockfish UCI_Elo rung that anchors the scale (default 2000).
+# SF_ELO: the Stockfish UCI_Elo rung that anchors the scale (default 2000); WORKERS: games at once
+# per match (default 1).
 out=${OUT:-benchmarks/results/hybrid}/$limit
 rung=stockfish:elo=${SF_ELO:-2000}
 mkdir -p "$out"
@@ -65,6 +66,6 @@ for pair in "${pairs[@]}"; do
   file=$out/$(echo "$one-vs-$two" | tr ':,=' '___').pgn
   echo "== $(date -u +%H:%M:%S) $one vs $two ($games games, $limit per move) -> $file"
   nice -n 10 .venv/bin/latentchess match "$one" "$two" --games "$games" --limit "$limit" \
-    --workers 1 --pgn "$file" --event "hybrid gauntlet $limit" --adjudicate --no-progress \
+    --workers "${WORKERS:-1}" --pgn "$file" --event "hybrid gauntlet $limit" --adjudicate --no-progress \
     --json "${file%.pgn}.json"
 done
