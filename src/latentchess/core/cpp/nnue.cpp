@@ -206,12 +206,8 @@ void NnueEvaluator::reset(const Position& position) {
     }
 }
 
-void NnueEvaluator::on_do_move(const Position& before, Move move) {
-    const int l1 = network_->l1;
-    const std::size_t width = static_cast<std::size_t>(2 * l1);
+void NnueEvaluator::push_ply() {
     grow_stacks();
-    const std::int16_t* parent = stack_.data() + ply_ * width;
-    std::int16_t* child = stack_.data() + (ply_ + 1) * width;
     psqt_stack_[(ply_ + 1) * 2] = psqt_stack_[ply_ * 2];
     psqt_stack_[(ply_ + 1) * 2 + 1] = psqt_stack_[ply_ * 2 + 1];
     if (!shared_blocks_.empty()) {
@@ -220,6 +216,14 @@ void NnueEvaluator::on_do_move(const Position& before, Move move) {
                     counts);
     }
     ++ply_;
+}
+
+void NnueEvaluator::on_do_move(const Position& before, Move move) {
+    const int l1 = network_->l1;
+    const std::size_t width = static_cast<std::size_t>(2 * l1);
+    push_ply();  // may grow the stack: pointers into it are taken after
+    const std::int16_t* parent = stack_.data() + (ply_ - 1) * width;
+    std::int16_t* child = stack_.data() + ply_ * width;
     ColumnChanges changes[2];
     if (all_offset_ >= 0 || !shared_blocks_.empty()) {
         const Color us = before.side_to_move();
@@ -268,17 +272,9 @@ void NnueEvaluator::on_undo_move() { --ply_; }
 
 void NnueEvaluator::on_do_null_move() {
     const std::size_t width = static_cast<std::size_t>(2 * network_->l1);
-    grow_stacks();
-    std::memcpy(stack_.data() + (ply_ + 1) * width, stack_.data() + ply_ * width,
+    push_ply();
+    std::memcpy(stack_.data() + ply_ * width, stack_.data() + (ply_ - 1) * width,
                 width * sizeof(std::int16_t));
-    psqt_stack_[(ply_ + 1) * 2] = psqt_stack_[ply_ * 2];
-    psqt_stack_[(ply_ + 1) * 2 + 1] = psqt_stack_[ply_ * 2 + 1];
-    if (!shared_blocks_.empty()) {
-        const std::size_t counts = 2 * static_cast<std::size_t>(network_->features.size);
-        std::memcpy(count_stack_.data() + (ply_ + 1) * counts, count_stack_.data() + ply_ * counts,
-                    counts);
-    }
-    ++ply_;
 }
 
 void NnueEvaluator::on_undo_null_move() { --ply_; }

@@ -101,6 +101,9 @@ class NnueEvaluator final : public Evaluator {
     void apply_piece(Color color, PieceType type, Square square, int delta,
                      ColumnChanges* changes = nullptr);
     void grow_stacks();
+    // Opens ply_ + 1 with the parent's psqt sums and piece counts (the accumulator is the
+    // caller's to fill) and moves to it.
+    void push_ply();
 
     std::shared_ptr<const NnueNetwork> network_;
     int all_offset_ = -1;  // offset of the ALL block, -1 when the set has none
