@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from latentchess.errors import DataFormatError
+from latentchess.errors import DataFormatError, LatentChessError
 from latentchess.models import load_model
 from latentchess.nnue.dataset import build_cache, parse_source
 from latentchess.nnue.features import parse_feature_set, position_features
@@ -59,6 +59,31 @@ def test_losses_match_the_thesis_formulas() -> None:
     good = pqr_loss(torch.tensor([200.0]), torch.tensor([-200.0]), torch.tensor([300.0]))
     bad = pqr_loss(torch.tensor([200.0]), torch.tensor([200.0]), torch.tensor([-300.0]))
     assert float(good) < float(bad)
+
+
+def test_a_smaller_dense_learning_rate_keeps_second_layer_units_alive() -> None:
+    """At one rate for every layer, L2 units leave (0, 1) for good; the dense factor keeps them."""
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    white = torch.from_numpy(rng.integers(0, 768, (256, 16)))
+    black = torch.from_numpy(rng.integers(0, 768, (256, 16)))
+    stm = torch.from_numpy(rng.integers(0, 2, 256))
+    target = torch.from_numpy(rng.normal(0.0, 400.0, 256).astype(np.float32))
+    live = {}
+    for scale in (1.0, 0.05):
+        torch.manual_seed(0)
+        net = Nnue(NnueConfig(l1=64, l2=16))
+        dense = [*net.l2.parameters(), *net.out.parameters()]
+        sparse = [p for p in net.parameters() if all(p is not d for d in dense)]
+        opt = torch.optim.Adam([{"params": sparse}, {"params": dense, "lr": 2e-2 * scale}], 2e-2)
+        for _ in range(20):
+            opt.zero_grad()
+            score_loss(net(white, black, stm), target).backward()
+            opt.step()
+        live[scale] = net.live_units(white, black, stm)
+    assert live[0.05] > live[1.0], live
+    with pytest.raises(LatentChessError, match="dense_lr_scale"):
+        NnueTrainConfig(data=("x",), out=Path("y"), dense_lr_scale=0.0)
 
 
 def test_quantised_inference_tracks_the_float_network() -> None:
@@ -140,6 +165,7 @@ def test_train_resume_save_load_and_pqr_finetune(tmp_path: Path) -> None:
         "data": (str(csv),),
         "out": tmp_path / "run",
         "network": NnueConfig(feature_set="ALL", l1=16, l2=4),
+        "dense_lr_scale": 0.5,  # two parameter groups, through a resume
         "batch_size": 64,
         "eval_every": 2,
         "checkpoint_every": 1,
@@ -155,6 +181,8 @@ def test_train_resume_save_load_and_pqr_finetune(tmp_path: Path) -> None:
     assert second.step == 5
     starts = [r for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if r["kind"] == "start"]
     assert starts[-1]["resumed"] and starts[-1]["step"] == 3
+    evals = [r for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if r["kind"] == "eval"]
+    assert evals and all(0 <= r["live_l2_units"] <= 4 for r in evals)
     assert (tmp_path / "run" / "training.png").stat().st_size > 0
     model = load_nnue(second.model_dir)
     assert isinstance(load_model(second.model_dir), NnueModel)  # the project's loader too
@@ -213,6 +241,7 @@ def test_psqt_network_trains_keeps_material_linear_and_old_checkpoints_resume(
     path = tmp_path / "plain" / "checkpoints" / CHECKPOINT_FILE
     state = load_checkpoint(path)
     del state["config"]["network"]["psqt"]
+    del state["config"]["dense_lr_scale"]
     save_checkpoint(path, state)
     again = train_nnue(
         NnueTrainConfig(out=tmp_path / "plain", steps=3, network=NnueConfig(l1=16, l2=4), **common)

@@ -63,6 +63,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     t.add_argument("--threads", type=int, default=None)
     t.add_argument("--device", default="auto")
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument(
+        "--dense-lr-scale",
+        type=float,
+        default=1.0,
+        help="learning-rate factor of the L2 and output layers (default 1); below 1 keeps "
+        "second-layer units from leaving (0, 1) for good",
+    )
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=_train)
 
@@ -124,6 +131,7 @@ def _train(args: argparse.Namespace) -> int:
         threads=args.threads,
         device=args.device,
         seed=args.seed,
+        dense_lr_scale=args.dense_lr_scale,
         progress=not args.no_progress,
         command=command_line(),
     )

@@ -118,14 +118,25 @@ class Nnue(nn.Module):
         """(B, K) padded indices -> (B, L1) accumulators (float)."""
         return self.ft(features.long()) + self.ft_bias
 
-    def forward(self, white: Tensor, black: Tensor, stm: Tensor) -> Tensor:
-        """Centipawns from the side to move's view, (B,)."""
+    def hidden(self, white: Tensor, black: Tensor, stm: Tensor) -> Tensor:
+        """The second layer before its clamp, (B, L2)."""
         acc_w, acc_b = self.accumulate(white), self.accumulate(black)  # (B, L1) each
         black_to_move = stm.bool().unsqueeze(1)  # (B, 1)
         first = torch.where(black_to_move, acc_b, acc_w)
         second = torch.where(black_to_move, acc_w, acc_b)
-        x = torch.cat([first, second], dim=1).clamp(0.0, 1.0)  # (B, 2 * L1)
-        x = self.l2(x).clamp(0.0, 1.0)  # (B, L2)
+        return self.l2(torch.cat([first, second], dim=1).clamp(0.0, 1.0))
+
+    def live_units(self, white: Tensor, black: Tensor, stm: Tensor) -> int:
+        """How many second-layer units lie inside (0, 1) for at least 0.1% of these positions.
+
+        The others are constant (0 or 1) on them: dead weight the search still pays for.
+        """
+        z = self.hidden(white, black, stm)
+        return int((((z > 0) & (z < 1)).float().mean(dim=0) >= 0.001).sum())
+
+    def forward(self, white: Tensor, black: Tensor, stm: Tensor) -> Tensor:
+        """Centipawns from the side to move's view, (B,)."""
+        x = self.hidden(white, black, stm).clamp(0.0, 1.0)  # (B, L2)
         y = self.out(x).squeeze(1)  # (B,)
         if self.psqt is not None:
             psqt_w, psqt_b = self.psqt(white.long()).squeeze(1), self.psqt(black.long()).squeeze(1)
