@@ -78,11 +78,23 @@ if [ ! -f "$OUT/pqr-ALL/model/config.json" ]; then
         --eval-every 20 --log-every 10 --no-progress > "$OUT/pqr-ALL.log" 2>&1
 fi
 
+# 3b. PQR from scratch (thesis: -235 against its target-score network): the same rows, ALL's
+#     budget, learning rate and schedule (its epoch: ALL's 2,835,662 training rows), no start
+#     network.
+if [ ! -f "$OUT/pqr-scratch-ALL/model/config.json" ]; then
+    "${LC[@]}" nnue train --data "$D/sf15-d9-eco-selfplay.csv.gz" --cache "$OUT/pqr-ALL/cache" \
+        --out "$OUT/pqr-scratch-ALL" --loss pqr --l1 256 --l2 32 --lr 2e-3 --gamma 0.85 \
+        --epoch-positions 2835662 \
+        --steps "$STEPS" --threads 1 --eval-every 100 --log-every 50 --no-progress \
+        > "$OUT/pqr-scratch-ALL.log" 2>&1
+fi
+
 # 4. Each network against ALL, paired openings: first all at fixed nodes, then all at fixed time.
 for limit in "nodes=$NODES" "$TIME"; do
-    for name in "${SETS[@]:1}" pqr; do
+    for name in "${SETS[@]:1}" pqr pqr-scratch; do
         model="$OUT/train-$name/model"
         [ "$name" = pqr ] && model="$OUT/pqr-ALL/model"
+        [ "$name" = pqr-scratch ] && model="$OUT/pqr-scratch-ALL/model"
         tag="$name-${limit//=/}"
         [ -f "$OUT/match-$tag.json" ] && continue
         "${LC[@]}" match "ab:eval=$model" "ab:eval=$OUT/train-ALL/model" --games "$GAMES" \

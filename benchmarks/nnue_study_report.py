@@ -2,7 +2,8 @@
 
     python benchmarks/nnue_study_report.py OUT_DIR [--nodes 20000] [--time 50ms] [--speed]
 
-Reads OUT_DIR/train-*/ (config, metrics), OUT_DIR/pqr-ALL/ and OUT_DIR/match-*.json; writes
+Reads OUT_DIR/train-*/ (config, metrics), OUT_DIR/pqr-ALL/, OUT_DIR/pqr-scratch-ALL/ and
+OUT_DIR/match-*.json; writes
 OUT_DIR/table.md, OUT_DIR/study.json and OUT_DIR/study.png. The thesis's numbers (Lombardo 2024,
 slides "Axis encoding / Pairwise axes / Mobility: resultados") sit beside ours. ``--speed`` first
 measures each network's search speed (``ab:eval=...`` nodes/s on the same positions, the networks
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import time
 from pathlib import Path
@@ -108,6 +110,9 @@ def _elo_text(match: dict[str, Any] | None) -> str:
     if match is None:
         return "-"
     low, high = (float(match[k]) for k in ("lower", "upper"))  # "-inf" when a side never won
+    if not math.isfinite(float(match["diff"])):  # a clean sweep has no finite estimate
+        score = match["score"]
+        return f"{float(match['diff']):+} (+{score['wins']} ={score['draws']} -{score['losses']})"
     return f"{float(match['diff']):+.0f} [{low:+.0f}, {high:+.0f}]"
 
 
@@ -150,13 +155,13 @@ def main() -> int:
         row["time"] = _match(out, name, args.time)
         row["thesis"] = dict(zip(("val_loss", "elo", "pm"), THESIS[name], strict=True))
         rows.append(row)
-    pqr = None
-    if (out / "pqr-ALL" / "model" / "config.json").is_file():
-        pqr = _run_row(out / "pqr-ALL")
-        pqr |= {
-            "nodes": _match(out, "pqr", f"nodes={args.nodes}"),
-            "time": _match(out, "pqr", args.time),
-        }
+    pqr: dict[str, dict[str, Any]] = {}  # PQR fine-tuned (thesis +141) and from scratch (-235)
+    for tag, run in (("pqr", "pqr-ALL"), ("pqr-scratch", "pqr-scratch-ALL")):
+        if (out / run / "model" / "config.json").is_file():
+            pqr[tag] = _run_row(out / run) | {
+                "nodes": _match(out, tag, f"nodes={args.nodes}"),
+                "time": _match(out, tag, args.time),
+            }
 
     lines = [
         f"| feature set | N | lr | held-out loss | train pos/s | search nodes/s (vs ALL) "
@@ -171,12 +176,17 @@ def main() -> int:
             f"| {row['positions_per_s']:,.0f} | {_speed_text(row)} | {_elo_text(row['nodes'])} | "
             f"{_elo_text(row['time'])} | {thesis['val_loss']:.6f} | {thesis['elo']:+.1f}{pm} |"
         )
-    if pqr is not None:
-        lines.append(
-            f"| ALL, PQR fine-tuned | 768 | {pqr['lr']:.3g} | (PQR loss) | "
-            f"{pqr['positions_per_s']:,.0f} | as ALL | {_elo_text(pqr['nodes'])} | "
-            f"{_elo_text(pqr['time'])} | - | +141 +- 6 |"
-        )
+    for tag, label, thesis_elo in (
+        ("pqr", "ALL, PQR fine-tuned", "+141 +- 6"),
+        ("pqr-scratch", "ALL, PQR from scratch", "-235"),
+    ):
+        if tag in pqr:
+            row = pqr[tag]
+            lines.append(
+                f"| {label} | 768 | {row['lr']:.3g} | (PQR loss) | "
+                f"{row['positions_per_s']:,.0f} | as ALL | {_elo_text(row['nodes'])} | "
+                f"{_elo_text(row['time'])} | - | {thesis_elo} |"
+            )
     (out / "table.md").write_text("\n".join(lines) + "\n")
     (out / "study.json").write_text(
         json.dumps({"nodes": args.nodes, "time": args.time, "rows": rows, "pqr": pqr}, indent=1)
