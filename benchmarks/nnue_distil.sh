@@ -7,7 +7,8 @@
 #
 #   bash benchmarks/nnue_distil.sh [OUT_DIR]      (default /tmp/nnue-distil)
 #
-# Knobs (environment): MINUTES (training minutes per network, default 45), GAMES (per match,
+# Knobs (environment): MINUTES (training minutes per network, default 45; SHIPPED_MINUTES for
+# the shipped one, default 88), GAMES (per match,
 # default 60), NODES (default 40000), TIME (per move, default 100ms).
 # Measured here (2 cores, benchmarks/results/nnue_distil/): labelling 5,236,548 positions took
 # about 20 minutes with two Stockfish processes; training ran at about 25 K positions/s per thread.
@@ -46,9 +47,12 @@ train() {  # train NAME [extra flags]
 }
 train psqt --psqt
 train plain
+# 2b. The shipped network: the psqt recipe with the dense layers at lr x 0.1 (second-layer units
+#     stay live; results/nnue_distil/README.md), decay 0.9 per epoch, twice the time.
+MINUTES=${SHIPPED_MINUTES:-88} train shipped --psqt --gamma 0.9 --dense-lr-scale 0.1
 
 # 4. Matches against the hand-crafted evaluation (paired openings: each played with both colours).
-for name in psqt plain; do
+for name in psqt plain shipped; do
     for limit in "nodes=$NODES" "$TIME"; do
         tag="$name-vs-hce-${limit//=/}"
         "${LC[@]}" match "ab:eval=$OUT/$name/model" ab:eval=hce --games "$GAMES" \
