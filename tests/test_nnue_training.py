@@ -19,7 +19,13 @@ from latentchess.nnue.dataset import build_cache, parse_source
 from latentchess.nnue.features import parse_feature_set, position_features
 from latentchess.nnue.io import NnueModel, load_nnue
 from latentchess.nnue.model import Nnue, NnueConfig, quantise, quantised_forward
-from latentchess.nnue.train import NnueTrainConfig, pqr_loss, score_loss, train_nnue
+from latentchess.nnue.train import (
+    NnueTrainConfig,
+    parameter_groups,
+    pqr_loss,
+    score_loss,
+    train_nnue,
+)
 from latentchess.training.curves import read_metrics
 
 VALUES = {chess.PAWN: 100, chess.KNIGHT: 300, chess.BISHOP: 300, chess.ROOK: 500, chess.QUEEN: 900}
@@ -73,9 +79,7 @@ def test_a_smaller_dense_learning_rate_keeps_second_layer_units_alive() -> None:
     for scale in (1.0, 0.05):
         torch.manual_seed(0)
         net = Nnue(NnueConfig(l1=64, l2=16))
-        dense = [*net.l2.parameters(), *net.out.parameters()]
-        sparse = [p for p in net.parameters() if all(p is not d for d in dense)]
-        opt = torch.optim.Adam([{"params": sparse}, {"params": dense, "lr": 2e-2 * scale}], 2e-2)
+        opt = torch.optim.Adam(parameter_groups(net, 2e-2, scale), lr=2e-2)
         for _ in range(20):
             opt.zero_grad()
             score_loss(net(white, black, stm), target).backward()

@@ -52,6 +52,7 @@ __all__ = [
     "export_checkpoint",
     "score_loss",
     "pqr_loss",
+    "parameter_groups",
 ]
 
 SCORE_SCALE_OUT = 361.0
@@ -184,6 +185,18 @@ def _split(
     return np.sort(perm[hold:]), np.sort(perm[:hold])
 
 
+def parameter_groups(net: Nnue, lr: float, dense_lr_scale: float) -> list[dict[str, Any]]:
+    """Adam's parameter groups: the dense layers (L2, output) at ``lr * dense_lr_scale``.
+
+    One group when the factor is 1, as in checkpoints written before the option existed.
+    """
+    if dense_lr_scale == 1.0:
+        return [{"params": list(net.parameters())}]
+    dense = [*net.l2.parameters(), *net.out.parameters()]
+    sparse = [p for p in net.parameters() if all(p is not d for d in dense)]
+    return [{"params": sparse}, {"params": dense, "lr": lr * dense_lr_scale}]
+
+
 class _Run:
     def __init__(self, cfg: NnueTrainConfig, ctx: DistContext) -> None:
         self.cfg, self.ctx = cfg, ctx
@@ -218,12 +231,9 @@ class _Run:
         if ctx.distributed:
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.model = DistributedDataParallel(self.net, device_ids=ids)
-        groups: list[dict[str, Any]] = [{"params": list(self.net.parameters())}]
-        if cfg.dense_lr_scale != 1.0:  # one group otherwise, as checkpoints before the option
-            dense = [*self.net.l2.parameters(), *self.net.out.parameters()]
-            sparse = [p for p in self.net.parameters() if all(p is not d for d in dense)]
-            groups = [{"params": sparse}, {"params": dense, "lr": cfg.lr * cfg.dense_lr_scale}]
-        self.opt = torch.optim.Adam(groups, lr=cfg.lr)
+        self.opt = torch.optim.Adam(
+            parameter_groups(self.net, cfg.lr, cfg.dense_lr_scale), lr=cfg.lr
+        )
         self.sched = torch.optim.lr_scheduler.ExponentialLR(self.opt, gamma=cfg.gamma)
         self.epoch_positions = cfg.epoch_positions or len(self.train_rows)
         self.step, self.elapsed, self.positions = 0, 0.0, 0
