@@ -169,12 +169,69 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     p.set_defaults(func=_build_cache)
 
+    p = commands.add_parser(
+        "move-cache",
+        help="engine-labelled CSVs -> one move-prediction cache (.npz) for train-chessformer",
+        description=(
+            "Parse Stockfish/TCEC CSVs (fen, cp, mate, win_prob_white, best_move, ...) into the "
+            "cache train-chessformer reads with --data OUT.npz: files in order, each split over "
+            "--workers processes, written compressed and atomically."
+        ),
+    )
+    p.add_argument("csvs", type=Path, nargs="+", metavar="CSV")
+    p.add_argument("--out", type=Path, required=True, metavar="OUT.npz")
+    p.add_argument(
+        "--max-rows", type=positive_int, default=None, help="rows per file (default: all)"
+    )
+    p.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1)
+    p.add_argument("--elo", type=positive_int, default=3000, help="both players' rating")
+    p.add_argument("--holdout-fraction", type=float, default=0.05, help="by FEN hash")
+    p.add_argument(
+        "--compress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="np.savez_compressed (about 8x smaller, slower to write)",
+    )
+    p.set_defaults(func=_move_cache)
+
     p = commands.add_parser("summary", help="rows, sources, label histogram, mates, depth")
     p.add_argument("dataset", type=Path, metavar="DATASET")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_summary)
 
     chessbench.add_import_chessbench_parser(commands)
+
+
+def _move_cache(args: argparse.Namespace) -> int:
+    import dataclasses
+    import time
+
+    from latentchess.data.moves import concatenate_moves, read_csv_moves_parallel
+    from latentchess.data.positions import open_text
+
+    started, parts = time.monotonic(), []
+    for path in args.csvs:
+        if args.max_rows is None:
+            with open_text(path) as handle:
+                rows = sum(1 for _ in handle)
+        else:
+            rows = args.max_rows
+        part = read_csv_moves_parallel(
+            path,
+            rows=rows,
+            workers=args.workers,
+            elo=args.elo,
+            holdout_fraction=args.holdout_fraction,
+        )
+        # Game numbers are line numbers within a file: keep them distinct across files.
+        offset = int(parts[-1].game.max()) + 1 if parts else 0
+        parts.append(dataclasses.replace(part, game=part.game + offset))
+        print(f"move-cache: {path}: {len(part)} positions ({time.monotonic() - started:.0f} s)")
+    data = concatenate_moves(parts)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    data.save(args.out, compressed=args.compress)
+    print(f"move-cache: {len(data)} positions in {args.out} ({time.monotonic() - started:.0f} s)")
+    return 0
 
 
 def _limit(args: argparse.Namespace) -> chess.engine.Limit:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import chess
 import chess.pgn
@@ -34,7 +35,15 @@ from latentchess.data.problems import ProblemLog
 from latentchess.errors import DataFormatError
 from latentchess.squares import SIDE_FEATURES, board_pieces, move_index
 
-__all__ = ["MoveData", "read_pgn_moves", "read_csv_moves", "batch_features", "hash_fraction"]
+__all__ = [
+    "MoveData",
+    "read_pgn_moves",
+    "read_csv_moves",
+    "read_csv_moves_parallel",
+    "concatenate_moves",
+    "batch_features",
+    "hash_fraction",
+]
 
 _FIELDS = (
     "pieces",
@@ -107,11 +116,12 @@ class MoveData:
     def __len__(self) -> int:
         return len(self.move)
 
-    def save(self, path: Path) -> None:
-        """Write all arrays to one ``.npz`` (atomically)."""
+    def save(self, path: Path, *, compressed: bool = False) -> None:
+        """Write all arrays to one ``.npz`` (atomically; ``compressed``: about 8x smaller)."""
         tmp = path.with_name(path.name + ".tmp.npz")
         arrays = {name: getattr(self, name) for name in _FIELDS}
-        np.savez(tmp, players=np.array(self.players, dtype=object).astype(str), **arrays)
+        write = np.savez_compressed if compressed else np.savez
+        write(tmp, players=np.array(self.players, dtype=object).astype(str), **arrays)
         tmp.replace(path)
 
     @classmethod
@@ -371,13 +381,15 @@ def read_csv_moves(
     elo: int = 3000,
     holdout_fraction: float = 0.05,
     max_rows: int | None = None,
+    skip_rows: int = 0,
     strict: bool = False,
 ) -> MoveData:
     """Engine-labelled positions: CSV rows ``fen, cp, mate, win_prob_white, best_move, ...``.
 
     The project's Stockfish CSVs (no header; see ``../shared/data/README.md``). Positions carry no
     history (the earliest-board rule repeats the current board); both ratings are ``elo``; the
-    held-out rule hashes the FEN.
+    held-out rule hashes the FEN. The first ``skip_rows`` lines are passed over unparsed (one
+    worker's share of a file, see :func:`read_csv_moves_parallel`); ``game`` is the line number.
     """
     path = Path(path)
     if not path.is_file():
@@ -385,7 +397,9 @@ def read_csv_moves(
     problems = ProblemLog(strict=strict)
     builder = _Builder()
     with open_text(path) as handle:
-        for line_no, row in enumerate(csv.reader(handle), start=1):
+        for _ in itertools.islice(handle, skip_rows):
+            pass
+        for line_no, row in enumerate(csv.reader(handle), start=skip_rows + 1):
             if max_rows is not None and len(builder.legal_lengths) >= max_rows:
                 break
             if len(row) < 5:
@@ -415,6 +429,59 @@ def read_csv_moves(
     if not len(data):
         raise DataFormatError(f"no usable rows ({problems.summary()})", path=path)
     return data
+
+
+def read_csv_moves_parallel(
+    path: str | Path,
+    *,
+    rows: int,
+    workers: int,
+    elo: int = 3000,
+    holdout_fraction: float = 0.05,
+) -> MoveData:
+    """:func:`read_csv_moves` of the first ``rows`` lines, split over ``workers`` processes.
+
+    Equal to the serial read of the same lines (tested), ``workers`` times faster on as many
+    cores: each process parses one contiguous block, and the blocks are concatenated in order.
+    """
+    if rows < 1 or workers < 1:
+        raise ValueError(f"rows and workers must be positive, got {rows}, {workers}")
+    share = -(-rows // workers)
+    blocks = [(start, min(share, rows - start)) for start in range(0, rows, share)]
+    kwargs = {"elo": elo, "holdout_fraction": holdout_fraction}
+    if len(blocks) == 1:
+        return read_csv_moves(path, max_rows=rows, **kwargs)  # type: ignore[arg-type]
+    import concurrent.futures
+
+    with concurrent.futures.ProcessPoolExecutor(len(blocks)) as pool:
+        futures = [
+            pool.submit(read_csv_moves, path, skip_rows=start, max_rows=count, **kwargs)
+            for start, count in blocks
+        ]
+        return concatenate_moves([future.result() for future in futures])
+
+
+def concatenate_moves(parts: list[MoveData]) -> MoveData:
+    """One :class:`MoveData` holding ``parts`` in order (row indices and players re-based)."""
+    if not parts:
+        raise ValueError("nothing to concatenate")
+    boards = np.cumsum([0] + [len(p.pieces) for p in parts[:-1]])
+    legal = np.cumsum([0] + [len(p.legal) for p in parts[:-1]])
+    players = np.cumsum([0] + [len(p.players) for p in parts[:-1]])
+    arrays: dict[str, Any] = {}
+    for name in _FIELDS:
+        chunks = [getattr(p, name) for p in parts]
+        dtype = chunks[0].dtype
+        if name in ("board_row", "first_row"):
+            chunks = [c + off for c, off in zip(chunks, boards, strict=True)]
+        elif name == "legal_offsets":
+            rest = zip(chunks[1:], legal[1:], strict=True)
+            chunks = [chunks[0]] + [c[1:] + off for c, off in rest]
+        elif name == "mover":
+            chunks = [np.where(c >= 0, c + off, -1) for c, off in zip(chunks, players, strict=True)]
+        arrays[name] = np.concatenate(chunks).astype(dtype, copy=False)
+    names = tuple(name for p in parts for name in p.players)
+    return MoveData(players=names, **arrays)
 
 
 def batch_features(

@@ -40,14 +40,20 @@ def _cp(score: float) -> int:
     return round(max(-_CP_LIMIT, min(_CP_LIMIT, centipawns(score))))
 
 
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 class ChessformerEngine:
     """The :class:`~latentchess.engines.base.Engine` of a Chessformer model.
 
     Args:
-        model: a model directory (default: the shipped human model) or a loaded model.
+        model: a model directory, ``human`` (the shipped human-move model, default) or
+            ``engine`` (the shipped model of engine moves), or a loaded model.
         mode: ``"policy"`` or ``"value"``.
-        self_elo: rating of the side to move (the engine).
-        oppo_elo: rating of the opponent.
+        self_elo: rating of the side to move (the engine); default: the model's
+            ``default_elo`` (a model of engine moves), else 1900.
+        oppo_elo: rating of the opponent (same default).
         temperature: policy sampling temperature (0: argmax).
         top_p: nucleus of the sampled policy.
         seed: sampling seed.
@@ -59,8 +65,8 @@ class ChessformerEngine:
         model: Any = None,
         *,
         mode: str = "policy",
-        self_elo: float = 1900.0,
-        oppo_elo: float = 1900.0,
+        self_elo: float | None = None,
+        oppo_elo: float | None = None,
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int = 0,
@@ -74,11 +80,15 @@ class ChessformerEngine:
             raise EngineError(
                 f"need temperature >= 0 and 0 < top_p <= 1, got {temperature!r}, {top_p!r}"
             )
+        if model is None or isinstance(model, str | Path):
+            model = ChessformerModel.load(model)
+        # Unset ratings: the one a model of engine moves was trained at, else a club player's.
+        default = model.default_elo if model.default_elo is not None else 1900.0
+        self_elo = default if self_elo is None else self_elo
+        oppo_elo = default if oppo_elo is None else oppo_elo
         for label, elo in (("self_elo", self_elo), ("oppo_elo", oppo_elo)):
             if not 0 <= elo <= _ELO_MAX:
                 raise EngineError(f"chessformer {label} must lie in [0, {_ELO_MAX}], got {elo!r}")
-        if model is None or isinstance(model, str | Path):
-            model = ChessformerModel.load(model)
         self.model = model
         self.mode, self.temperature, self.top_p = mode, float(temperature), float(top_p)
         self.self_elo, self.oppo_elo = float(self_elo), float(oppo_elo)
@@ -100,8 +110,8 @@ class ChessformerEngine:
             return cls(
                 model,
                 mode=str(options.get("mode", "policy")),
-                self_elo=float(options.get("selfelo", elo if elo is not None else 1900)),
-                oppo_elo=float(options.get("oppoelo", elo if elo is not None else 1900)),
+                self_elo=_float_or_none(options.get("selfelo", elo)),
+                oppo_elo=_float_or_none(options.get("oppoelo", elo)),
                 temperature=float(options.get("temperature", 0.0)),
                 top_p=float(options.get("top_p", options.get("topp", 1.0))),
                 seed=int(options.get("seed", 0)),

@@ -278,17 +278,17 @@ class HybridEngine:
         latent.score_boards([chess.Board()])
         proposer: CandidateProposer = LatentProposer(latent, depth=config.latent_depth)
         if policy is not None:  # the Chessformer policy proposes the root candidates
-            from latentchess.search.policy import DEFAULT_POLICY_ELO, load_policy
+            from latentchess.search.policy import load_policy
 
             try:
-                elo = DEFAULT_POLICY_ELO if policy_elo is None else float(policy_elo)
+                elo = None if policy_elo is None else float(policy_elo)
             except ValueError:
                 raise EngineError(
                     f"hybrid option policy_elo needs a number, got {policy_elo!r}"
                 ) from None
             proposer = load_policy(policy, elo=elo)
         elif policy_elo is not None:
-            raise EngineError("hybrid option policy_elo needs policy=human|DIR")
+            raise EngineError("hybrid option policy_elo needs policy=human|engine|DIR")
         return cls(
             config,
             proposer=proposer,

@@ -288,9 +288,10 @@ class LatentEngine:
             model, config, name=options.get("name"), move_overhead_s=overhead, draw_score=draw
         )
         if options.get("policy") is not None:
-            from latentchess.search.policy import DEFAULT_POLICY_ELO, load_policy
+            from latentchess.search.policy import load_policy
 
-            elo = _coerce("policy_elo", options.get("policy_elo", DEFAULT_POLICY_ELO), float)
+            raw = options.get("policy_elo")
+            elo = None if raw is None else _coerce("policy_elo", raw, float)
             engine.set_policy(load_policy(str(options["policy"]), elo=elo))
         return engine
 

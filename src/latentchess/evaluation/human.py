@@ -121,11 +121,11 @@ def evaluate_human(
     import torch
 
     from latentchess.data.moves import batch_features, read_pgn_moves
-    from latentchess.models.chessformer_io import ChessformerModel, default_chessformer_path
+    from latentchess.models.chessformer_io import ChessformerModel, resolve_chessformer_path
     from latentchess.squares import POLICY_SIZE
 
     started = time.monotonic()
-    path = Path(model_dir) if model_dir is not None else default_chessformer_path()
+    path = resolve_chessformer_path(model_dir)
     model = ChessformerModel.load(path, device=device)
     data = read_pgn_moves(
         pgn,

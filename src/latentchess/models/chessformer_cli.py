@@ -1,4 +1,4 @@
-"""``latentchess chessformer info|export-onnx|attention``: inspect a Chessformer model."""
+"""``latentchess chessformer configs|export-onnx|pack|attention``: Chessformer model tools."""
 
 from __future__ import annotations
 
@@ -23,6 +23,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     onnx.add_argument("out", type=Path, help="the .onnx file")
     onnx.add_argument("--model", type=Path, default=None, help="model dir (default: shipped)")
     onnx.set_defaults(func=_export)
+
+    pack = commands.add_parser(
+        "pack",
+        help="copy a trained model directory for shipping (float16 weights, a default rating)",
+        description="Copy SRC to DST with the weights stored in float16 (half the file; loading "
+        "rebuilds float32) and, for a model of engine moves, the rating it was trained at as "
+        "its default_elo (engines and policy priors then condition on it).",
+    )
+    pack.add_argument("src", type=Path)
+    pack.add_argument("dst", type=Path)
+    pack.add_argument("--float32", action="store_true", help="keep float32 weights")
+    pack.add_argument("--default-elo", type=float, default=None)
+    pack.set_defaults(func=_pack)
 
     attention = commands.add_parser(
         "attention",
@@ -63,6 +76,23 @@ def _export(args: argparse.Namespace) -> int:
     model = ChessformerModel.load(args.model)
     path = export_chessformer_onnx(model.network, args.out)
     print(f"written: {path}; max |onnxruntime - torch| = {check_onnx(model.network, path):.3g}")
+    return 0
+
+
+def _pack(args: argparse.Namespace) -> int:
+    import torch
+
+    from latentchess.models.chessformer_io import load_chessformer, save_chessformer
+
+    network, config = load_chessformer(args.src)
+    own = {"format", "format_version", "encoding", "chessformer"}
+    metadata = {k: v for k, v in config.items() if k not in own}
+    if args.default_elo is not None:
+        metadata["default_elo"] = args.default_elo
+    dtype = None if args.float32 else torch.float16
+    path = save_chessformer(args.dst, network, metadata, dtype=dtype)
+    size = (path / "model.safetensors").stat().st_size
+    print(f"written: {path} ({size / 1e6:.1f} MB)")
     return 0
 
 

@@ -40,6 +40,9 @@ __all__ = [
     "save_chessformer",
     "load_chessformer",
     "default_chessformer_path",
+    "shipped_chessformer_path",
+    "resolve_chessformer_path",
+    "SHIPPED_MODELS",
     "ChessformerModel",
     "Prediction",
 ]
@@ -49,20 +52,62 @@ ENCODING = "squares-v1"
 _WEIGHTS, _CONFIG = "model.safetensors", "config.json"
 
 
+SHIPPED_MODELS = {"human": "chessformer-human", "engine": "chessformer-engine"}
+"""The Chessformers in the package, by name: ``human`` (rated Lichess games, skill-conditioned) and
+``engine`` (Stockfish and TCEC best moves and win probabilities)."""
+
+
 def default_chessformer_path() -> Path:
     """The shipped human-move model, ``latentchess/weights/chessformer-human``."""
-    return Path(__file__).resolve().parents[1] / "weights" / "chessformer-human"
+    return shipped_chessformer_path("human")
 
 
-def save_chessformer(path: str | Path, model: Chessformer, metadata: dict[str, Any]) -> Path:
-    """Write a model directory atomically (a temporary directory renamed into place)."""
+def shipped_chessformer_path(name: str) -> Path:
+    """The directory of a shipped model (:data:`SHIPPED_MODELS`)."""
+    if name not in SHIPPED_MODELS:
+        raise ModelFileError(
+            f"no shipped Chessformer named {name!r}; shipped: {sorted(SHIPPED_MODELS)}"
+        )
+    return Path(__file__).resolve().parents[1] / "weights" / SHIPPED_MODELS[name]
+
+
+def resolve_chessformer_path(spec: str | Path | None) -> Path:
+    """A model directory from a name (``human``, ``engine``; ``default``/None: human) or a path.
+
+    An existing directory of that name wins over a shipped model's name.
+    """
+    if spec is None or str(spec).lower() == "default":
+        return default_chessformer_path()
+    if str(spec).lower() in SHIPPED_MODELS and not Path(spec).is_dir():
+        return shipped_chessformer_path(str(spec).lower())
+    return Path(spec)
+
+
+def save_chessformer(
+    path: str | Path,
+    model: Chessformer,
+    metadata: dict[str, Any],
+    *,
+    dtype: torch.dtype | None = None,
+) -> Path:
+    """Write a model directory atomically (a temporary directory renamed into place).
+
+    ``dtype`` (e.g. ``torch.float16``) stores the weights at that precision, for a smaller shipped
+    file; loading always rebuilds a float32 network.
+    """
     from safetensors.torch import save_file
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
-        tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+        tensors = {
+            k: (v if dtype is None or not v.is_floating_point() else v.to(dtype))
+            .detach()
+            .cpu()
+            .contiguous()
+            for k, v in model.state_dict().items()
+        }
         save_file(tensors, str(tmp / _WEIGHTS))
         config = {
             "format": CHESSFORMER_FORMAT,
@@ -158,9 +203,16 @@ class ChessformerModel:
         self.config = config or {}
         self.cfg = network.cfg
 
+    @property
+    def default_elo(self) -> float | None:
+        """Both players' rating the model was trained for, when one rating fits all its data
+        (a model of engine moves: ``default_elo`` in its config), else None."""
+        value = self.config.get("default_elo")
+        return None if value is None else float(value)
+
     @classmethod
     def load(cls, path: str | Path | None = None, device: str = "cpu") -> ChessformerModel:
-        network, config = load_chessformer(path or default_chessformer_path())
+        network, config = load_chessformer(resolve_chessformer_path(path))
         return cls(network, config, device)
 
     def features(self, boards: Sequence[chess.Board]) -> npt.NDArray[np.float32]:

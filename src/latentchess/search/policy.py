@@ -1,7 +1,8 @@
 """A Chessformer policy head as the root-move prior of the latent and hybrid searches.
 
-``latent:policy=human`` / ``hybrid:policy=DIR`` (``human``: the shipped human-move model, else a
-Chessformer model directory). :class:`PolicyProposer` is a
+``latent:policy=human`` / ``hybrid:policy=engine`` / ``policy=DIR`` (``human``: the shipped
+human-move model, ``engine``: the shipped model trained on engine moves, else a Chessformer model
+directory). :class:`PolicyProposer` is a
 :class:`~latentchess.search.hybrid.CandidateProposer`: every legal root move ranked by the
 policy's probability (one forward pass per root position, cached for repeated calls on the same
 position). Where a search has a candidate width, the policy's top ``width`` moves are the ones it
@@ -28,8 +29,8 @@ DEFAULT_POLICY_ELO = 2200.0
 """Rating of both players the policy is asked for (a strong player's move)."""
 
 
-def load_policy(spec: str | Path, *, elo: float = DEFAULT_POLICY_ELO) -> PolicyProposer:
-    """A :class:`PolicyProposer` for ``human`` (the shipped model) or a model directory.
+def load_policy(spec: str | Path, *, elo: float | None = None) -> PolicyProposer:
+    """A :class:`PolicyProposer` for ``human`` / ``engine`` (shipped models) or a model directory.
 
     Raises:
         EngineError: the directory is not a Chessformer model.
@@ -37,11 +38,12 @@ def load_policy(spec: str | Path, *, elo: float = DEFAULT_POLICY_ELO) -> PolicyP
     from latentchess.errors import ModelFileError
     from latentchess.models.chessformer_io import ChessformerModel
 
-    path = None if str(spec).lower() in ("human", "default") else Path(spec)
     try:
-        model = ChessformerModel.load(path)
+        model = ChessformerModel.load(spec)
     except ModelFileError as error:
         raise EngineError(f"policy={str(spec)!r}: {error}") from error
+    if elo is None:  # a model of engine moves knows its rating; else a strong player's
+        elo = model.default_elo if model.default_elo is not None else DEFAULT_POLICY_ELO
     return PolicyProposer(model, elo=elo)
 
 

@@ -113,6 +113,10 @@ def init_distributed(device: str = "auto") -> DistContext:
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     resolved = resolve_device(device, local_rank)
+    if resolved.type == "cuda":
+        # TF32 matrix units for float32 products on GPUs that have them (Ampere and later).
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     if world_size <= 1:
         return DistContext(device=resolved)
     if resolved.type == "cuda":

@@ -242,11 +242,13 @@ class ChessformerObjective(Objective):
             value_loss = value_loss + F.cross_entropy(
                 value[known], batch["wdl"][known], reduction="sum"
             )
-        if bool((~known).any()):
-            probs = torch.softmax(value[~known], dim=1)
+        # No result and no engine score (an unfinished game, "*"): no value target.
+        scored = ~known & ~torch.isnan(batch["score"])
+        if bool(scored.any()):
+            probs = torch.softmax(value[scored], dim=1)
             expected = (probs[:, 0] + 0.5 * probs[:, 1]).clamp(1e-6, 1 - 1e-6)
             value_loss = value_loss + F.binary_cross_entropy(
-                expected, batch["score"][~known], reduction="sum"
+                expected, batch["score"][scored], reduction="sum"
             )
         value_loss = value_loss / len(known)
         hits = (logits.argmax(dim=1) == batch["move"]).float()
