@@ -229,3 +229,23 @@ def test_a_stop_before_the_search_still_completes_depth_one(engine: AlphaBeta) -
     board = chess.Board("r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4")
     outcome = engine.search(board, chess.engine.Limit(), infinite=True, stop=stop)
     assert outcome.info.depth == 1 and outcome.best_move == chess.Move.from_uci("h5f7")
+
+
+def test_new_game_clears_the_move_ordering_history_with_the_table() -> None:
+    """Histories (butterfly, continuation, counter-moves) carry over between the searches of one
+    game; new_game must forget them with the table, or the same search would take another tree."""
+    board = chess.Board("r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4")
+    later = board.copy()
+    later.push_uci("e1g1")
+    engine = AlphaBeta("hce", hash_mb=8)
+
+    def nodes(position: chess.Board) -> int:
+        return engine.search(position, chess.engine.Limit(depth=7)).info.nodes
+
+    engine.new_game()
+    fresh = nodes(later)
+    for _ in range(2):
+        engine.new_game()
+        nodes(board)  # fills the table and the histories
+        engine.new_game()
+        assert nodes(later) == fresh

@@ -17,7 +17,8 @@ bool is_tactical(const Position& position, Move move) {
 
 MovePicker::MovePicker(const Position& position, Kind kind, Move table_move,
                        const Move killers[2], const HistoryTable& history,
-                       const std::vector<Move>* external_order) {
+                       const std::vector<Move>* external_order,
+                       const QuietContext* quiet_context) {
   if (kind == Kind::All) {
     generate_legal_moves(position, moves_);
   } else {
@@ -45,8 +46,16 @@ MovePicker::MovePicker(const Position& position, Kind kind, Move table_move,
       score = kKillerScore + 1;
     } else if (killers != nullptr && move == killers[1]) {
       score = kKillerScore;
+    } else if (quiet_context != nullptr && move == quiet_context->counter_move) {
+      score = kCounterMoveScore;
     } else {
       score = history.get(us, move);
+      if (quiet_context != nullptr) {
+        const int slot = history_slot(us, position.piece_type_on(move.from()), move.to());
+        for (const std::int16_t* row : quiet_context->continuation) {
+          if (row != nullptr) score += row[slot];
+        }
+      }
       if (external_order != nullptr) {
         const int limit = std::min<int>(static_cast<int>(external_order->size()), 255);
         for (int rank = 0; rank < limit; ++rank) {

@@ -60,15 +60,17 @@ bool may_give_check(const Position& position, Move move) {
 }  // namespace
 
 Search::Search(const Position& root, TranspositionTable& table, Evaluator& evaluator,
-               const SearchLimits& limits, TimeManager::Clock::time_point start,
-               const std::atomic<bool>& stop_requested, StopPoll poll)
+               SearchHistory& history, const SearchLimits& limits,
+               TimeManager::Clock::time_point start, const std::atomic<bool>& stop_requested,
+               StopPoll poll)
     : position_(root),
       table_(table),
       evaluator_(evaluator),
       limits_(limits),
       time_(limits, start),
       stop_requested_(stop_requested),
-      poll_(std::move(poll)) {
+      poll_(std::move(poll)),
+      history_(history) {
   for (int depth = 1; depth < 64; ++depth) {
     for (int number = 1; number < 64; ++number) {
       const double reduction = 0.75 + std::log(depth) * std::log(number) / 2.25;
@@ -145,10 +147,35 @@ void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried
   }
   const int bonus = std::min(depth * depth * 16, 1600);
   const Color us = position_.side_to_move();
-  history_.update(us, best, bonus);
+  const int previous[2] = {ply >= 1 ? plies_[ply - 1].slot : -1,
+                           ply >= 2 ? plies_[ply - 2].slot : -1};
+  const auto reward = [&](Move move, int amount) {
+    history_.butterfly.update(us, move, amount);
+    const int slot = slot_of(move);
+    for (int earlier : previous) history_.continuation.update(earlier, slot, amount);
+  };
+  reward(best, bonus);
   for (int i = 0; i < tried_count; ++i) {
-    if (tried[i] != best) history_.update(us, tried[i], -bonus);
+    if (tried[i] != best) reward(tried[i], -bonus);
   }
+  if (previous[0] >= 0) history_.counter_moves[previous[0]] = best;
+}
+
+int Search::slot_of(Move move) const {
+  return history_slot(position_.side_to_move(), position_.piece_type_on(move.from()), move.to());
+}
+
+QuietContext Search::quiet_context(int ply) const {
+  QuietContext context;
+  for (int back = 1; back <= 2; ++back) {
+    if (ply >= back) {
+      context.continuation[back - 1] = history_.continuation.row(plies_[ply - back].slot);
+    }
+  }
+  if (ply >= 1 && plies_[ply - 1].slot >= 0) {
+    context.counter_move = history_.counter_moves[plies_[ply - 1].slot];
+  }
+  return context;
 }
 
 // -- iterative deepening ----------------------------------------------------------------------
@@ -163,7 +190,7 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
     const ProbeResult entry = table_.probe(position_.key());
     const Move killers[2] = {Move::none(), Move::none()};
     MovePicker picker(position_, MovePicker::Kind::All, entry.hit ? entry.move : Move::none(),
-                      killers, history_, external_order(0));
+                      killers, history_.butterfly, external_order(0));
     std::vector<RootMove> ordered;
     for (Move move = picker.next(); move != Move::none(); move = picker.next()) {
       // hybrid: `searchmoves` restricts the root (an empty list means every move).
@@ -280,6 +307,7 @@ int Search::search_root(int alpha, int beta, int depth, int pv_index) {
     RootMove& root = root_moves_[i];
     const Move move = root.move;
     plies_[0].current = move;
+    plies_[0].slot = slot_of(move);
     pv_length_[1] = 0;
     do_move(move);
     int score = 0;
@@ -385,6 +413,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
         has_non_pawn_material(us)) {
       const int reduction = 3 + depth / 4 + std::min(3, (static_eval - beta) / 200);
       plies_[ply].current = Move::none();
+      plies_[ply].slot = -1;
       plies_[ply].null_move = true;
       do_null_move();
       const int score = -negamax(-beta, -beta + 1, depth - 1 - reduction, ply + 1, !cut_node);
@@ -397,8 +426,9 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   // Internal iterative reduction: without a table move this node was never searched well.
   if (table_move == Move::none() && depth >= 6 && (pv_node || cut_node)) --depth;
 
-  MovePicker picker(position_, MovePicker::Kind::All, table_move, plies_[ply].killers, history_,
-                    external_order(ply));
+  const QuietContext context = quiet_context(ply);
+  MovePicker picker(position_, MovePicker::Kind::All, table_move, plies_[ply].killers,
+                    history_.butterfly, external_order(ply), &context);
   if (picker.size() == 0) return in_check ? -kMate + ply : kDraw;
 
   const int original_alpha = alpha;
@@ -406,6 +436,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   Move best_move = Move::none();
   Move quiets_tried[64];
   int quiet_count = 0;
+  int quiets_pruned = 0;
   int move_number = 0;
   int order_score = 0;
   for (Move move = picker.next(&order_score); move != Move::none();
@@ -419,7 +450,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     if (ply > 0 && best > -kMateInMaxPly && has_non_pawn_material(us) && !in_check) {
       // Late-move pruning: quiet moves this late rarely matter.
       if (limits_.late_move_pruning && quiet && depth <= 7 &&
-          quiet_count >= (3 + depth * depth) / (improving ? 1 : 2)) {
+          quiet_count + quiets_pruned >= (3 + depth * depth) / (improving ? 1 : 2)) {
         prune_unless_check = true;
       }
       // SEE pruning: a move that loses too much material.
@@ -430,11 +461,12 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     }
 
     if (prune_unless_check && !may_give_check(position_, move)) {
-      if (quiet && quiet_count < 64) quiets_tried[quiet_count++] = move;
+      ++quiets_pruned;  // never searched: no history penalty on a later cut-off
       continue;
     }
 
     plies_[ply].current = move;
+    plies_[ply].slot = slot_of(move);
     do_move(move);
     const bool gives_check = position_.in_check();
     const int new_depth = depth - 1;
@@ -455,7 +487,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
           const int rank = MovePicker::kExternalScore - order_score;
           reduction += rank < 2 ? -1 : rank >= 6 ? 1 : 0;
         } else if (quiet) {
-          reduction -= std::clamp(order_score / 6000, -2, 2);
+          reduction -= std::clamp(order_score / 10000, -2, 2);
         }
         if (order_score >= MovePicker::kKillerScore) --reduction;
         reduction = std::clamp(reduction, 0, new_depth - 1);
@@ -537,7 +569,7 @@ int Search::quiescence(int alpha, int beta, int ply) {
   }
   const Move no_killers[2] = {Move::none(), Move::none()};
   MovePicker picker(position_, in_check ? MovePicker::Kind::All : MovePicker::Kind::Tactical,
-                    table_move, no_killers, history_);
+                    table_move, no_killers, history_.butterfly);
   if (in_check && picker.size() == 0) return -kMate + ply;
 
   const int original_alpha = alpha;
@@ -592,10 +624,15 @@ SearchResult SearchEngine::search(const Position& position, const SearchLimits& 
     stop_requested_.store(false);
     stop_flag = &stop_requested_;
   }
-  Search search(position, table_, *evaluator_, limits, start, *stop_flag, std::move(poll));
+  history_->age();
+  Search search(position, table_, *evaluator_, *history_, limits, start, *stop_flag,
+                std::move(poll));
   return search.run(on_iteration);
 }
 
-void SearchEngine::new_game() { table_.clear(); }
+void SearchEngine::new_game() {
+  table_.clear();
+  history_->clear();
+}
 
 }  // namespace latentchess::core

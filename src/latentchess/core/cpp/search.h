@@ -2,9 +2,11 @@
 // transposition table, quiescence, null-move pruning, late-move reductions and MultiPV.
 //
 // Invariants:
-// - All per-search state (node counts, killers, history, PV table, evaluator stack) lives in a
-//   `Search` object used by one thread; the transposition table and the evaluator are owned by
-//   the `SearchEngine` and lent to one search at a time. There are no mutable globals.
+// - All per-search state (node counts, killers, PV table, evaluator stack) lives in a `Search`
+//   object used by one thread; the transposition table, the move-ordering history (butterfly,
+//   continuation, counter-moves: halved before each search, cleared by new_game) and the
+//   evaluator are owned by the `SearchEngine` and lent to one search at a time. There are no
+//   mutable globals.
 // - The root position is copied: the caller's position is never changed.
 // - Scores are centipawns from the side to move's view; |score| >= kMateInMaxPly is a mate
 //   (kMate - |score| plies away). Draws (repetition including the game history before the root,
@@ -13,8 +15,8 @@
 //   within ~256 nodes of a stop request or the hard time limit (~1024 nodes of a polled Python
 //   event), at once at the node limit;
 //   results of an interrupted iteration are used only for moves whose search completed.
-// - Given the same position, limits without time, and the same table contents, the search is
-//   deterministic (node counts included): `bench` relies on it.
+// - Given the same position, limits without time, and the same table and history contents, the
+//   search is deterministic (node counts included): `bench` relies on it.
 #pragma once
 
 #include <array>
@@ -68,8 +70,9 @@ using StopPoll = std::function<bool()>;
 class Search {
  public:
   Search(const Position& root, TranspositionTable& table, Evaluator& evaluator,
-         const SearchLimits& limits, TimeManager::Clock::time_point start,
-         const std::atomic<bool>& stop_requested, StopPoll poll = nullptr);
+         SearchHistory& history, const SearchLimits& limits,
+         TimeManager::Clock::time_point start, const std::atomic<bool>& stop_requested,
+         StopPoll poll = nullptr);
 
   SearchResult run(const IterationCallback& on_iteration);
 
@@ -86,6 +89,7 @@ class Search {
     int static_eval = 0;
     Move killers[2] = {Move::none(), Move::none()};
     Move current = Move::none();
+    int slot = -1;  // history_slot of `current` (-1: none, or a null move)
     bool null_move = false;
   };
 
@@ -105,6 +109,8 @@ class Search {
   const std::vector<Move>* external_order(int ply) const;
   static constexpr int kExternalOrderPlies = 2;
   void update_quiet_stats(int ply, Move best, const Move* tried, int tried_count, int depth);
+  QuietContext quiet_context(int ply) const;
+  int slot_of(Move move) const;
   IterationReport report(int depth, int lines) const;
 
   Position position_;
@@ -120,7 +126,7 @@ class Search {
   std::array<std::array<Move, kMaxPly + 1>, kMaxPly + 1> pv_table_{};
   std::array<int, kMaxPly + 1> pv_length_{};
   std::array<std::array<std::uint8_t, 64>, 64> reductions_{};  // [depth][move number]
-  HistoryTable history_;
+  SearchHistory& history_;
   std::uint64_t nodes_ = 0;
   int seldepth_ = 0;
   int completed_depth_ = 0;
@@ -146,6 +152,7 @@ class SearchEngine {
  private:
   TranspositionTable table_;
   std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<SearchHistory> history_ = std::make_unique<SearchHistory>();
   std::atomic<bool> stop_requested_{false};
 };
 
