@@ -1,10 +1,10 @@
 """The contrastive GAB encoder against the 77-token SOLIS encoder at equal CPU time.
 
-Both train with the same SupCon trainer on the same training cache (``latentchess train``, one
-thread each, the default recipe: 1 positive per anchor, batch 128, lr 0.03 cosine, seed 0), for
-``--minutes`` each: steps are set from each config's measured steps per minute
-(``--steps-per-minute``) so that the cosine schedule ends with the budget, and ``--max-minutes``
-(1.5x) stops a run the machine slowed down. Then, per model:
+Both train at the same time, one thread each (so each gets one core of two), with the same SupCon
+trainer on the same training cache (``latentchess train``, the default recipe: 1 positive per
+anchor, batch 128, lr 0.03 cosine, seed 0), for ``--minutes`` each: steps are set from each
+config's measured steps per minute (``--steps-per-minute``) so that the cosine schedule ends with
+the budget, and ``--max-minutes`` (1.5x) stops a run the machine slowed down. Then, per model:
 
 * held-out Spearman and pair accuracy (the trainer's final metrics);
 * single-good-move choice: how often greedy, depth-2 and depth-4 minimax (width 3) play
@@ -15,10 +15,13 @@ thread each, the default recipe: 1 positive per anchor, batch 128, lr 0.03 cosin
 
 Results: ``OUT/gab_vs_solis.json`` and ``.md``. The real run (2 hours each, as the issue asks)::
 
-    .venv/bin/latentchess data import-csv ../shared/data/sf15-selfplay-mpv1.csv.gz --out data/sf15
-    .venv/bin/latentchess data build-cache data/sf15 --out data/sf15-cache
-    .venv/bin/python benchmarks/gab_vs_solis.py --dataset data/sf15 --runs runs/gab-vs-solis \
-        --minutes 120 --ladder-games 12
+    # all shared positions, the one file with MultiPV gaps first (single-good-move positions)
+    cd ../shared/data && cat sf15-d9-eco-selfplay.csv.gz sf15-selfplay-mpv1.csv.gz \
+        tcec-engine-evals.csv.gz > /tmp/all.csv.gz && cd -
+    .venv/bin/latentchess data import-csv /tmp/all.csv.gz --out data/all
+    .venv/bin/latentchess data build-cache data/all --out data/all-cache
+    .venv/bin/python benchmarks/gab_vs_solis.py --dataset data/all --runs runs/gab-vs-solis \
+        --minutes 120 --positions 250 --ladder-games 12
 """
 
 from __future__ import annotations
@@ -41,22 +44,32 @@ LATENTCHESS = str(Path(sys.executable).with_name("latentchess"))
 RECIPE = ["--positives", "1", "--batch-size", "128", "--lr", "0.03", "--schedule", "cosine"]
 
 
-def _train(args: argparse.Namespace, config: str, steps_per_minute: float) -> Path:
-    out = args.runs / config
-    if args.reuse and (out / "model" / "config.json").exists():
-        return out / "model"  # --reuse: score the model a run wrote, do not continue it
-    steps = max(int(steps_per_minute * args.minutes), 2)
-    command = [
-        LATENTCHESS, "train", "--data", str(args.cache), "--out", str(out),
-        "--model-config", config, *RECIPE, "--steps", str(steps),
-        "--max-minutes", str(1.5 * args.minutes), "--threads", "1",
-        "--eval-every", str(max(steps // 4, 1)), "--checkpoint-every", str(max(steps // 10, 1)),
-        "--seed", "0", "--precision", "fp32", "--no-progress",
-    ]  # fmt: skip
-    print(f"train {config}: {' '.join(command)}", file=sys.stderr, flush=True)
-    with (args.runs / f"{config}.log").open("ab") as log:
-        subprocess.run(command, stdout=log, stderr=log, check=True)
-    return out / "model"
+def _train_all(args: argparse.Namespace, rates: dict[str, float]) -> dict[str, Path]:
+    """Train every config at once, one thread each (both cores busy, equal CPU time each)."""
+    models: dict[str, Path] = {}
+    running: list[tuple[str, subprocess.Popen[bytes]]] = []
+    for config, steps_per_minute in rates.items():
+        out = args.runs / config
+        models[config] = out / "model"
+        if args.reuse and (out / "model" / "config.json").exists():
+            continue  # --reuse: score the model a run wrote, do not continue it
+        steps = max(int(steps_per_minute * args.minutes), 2)
+        command = [
+            LATENTCHESS, "train", "--data", str(args.cache), "--out", str(out),
+            "--model-config", config, *RECIPE, "--steps", str(steps),
+            "--max-minutes", str(1.5 * args.minutes), "--threads", "1",
+            "--eval-every", str(max(steps // 4, 1)),
+            "--checkpoint-every", str(max(steps // 10, 1)),
+            "--seed", "0", "--precision", "fp32", "--no-progress",
+        ]  # fmt: skip
+        print(f"train {config}: {' '.join(command)}", file=sys.stderr, flush=True)
+        log = (args.runs / f"{config}.log").open("ab")
+        running.append((config, subprocess.Popen(command, stdout=log, stderr=log)))
+        log.close()
+    for config, process in running:
+        if process.wait() != 0:
+            raise SystemExit(f"training {config} failed: see {args.runs / (config + '.log')}")
+    return models
 
 
 def _ladder(model: Path, depth: int, games: int, out: Path) -> dict[str, Any]:
@@ -94,7 +107,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     rates = {k: float(v) for k, v in (item.split("=") for item in args.steps_per_minute.split(","))}
     started = time.time()
-    models = {config: _train(args, config, rate) for config, rate in rates.items()}
+    models = _train_all(args, rates)
     positions = good_move_positions(args.dataset, gap_cp=args.gap, count=args.positions, seed=0)
     results: dict[str, Any] = {}
     for config, path in models.items():

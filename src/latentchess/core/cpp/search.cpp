@@ -208,6 +208,9 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
   const int max_depth = limits_.depth > 0 ? std::min(limits_.depth, kMaxPly - 1) : kMaxPly - 1;
   // MultiPV: the root moves as the last completed iteration left them (see the end of run).
   std::vector<RootMove> completed;
+  Move previous_best = Move::none();
+  int previous_best_score = -kInfinity;
+  int stable_iterations = 0;
   for (int depth = 1; depth <= max_depth; ++depth) {
     for (RootMove& root : root_moves_) {
       root.previous_score = root.score;
@@ -254,6 +257,16 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
     if (on_iteration) on_iteration(result.last);
 
     const int best = root_moves_[0].score;
+    // How settled the search is decides how long it goes on (clocked searches only): a best
+    // move that has held for iterations needs less time, a new one or a falling score more.
+    if (depth >= 4) {
+      stable_iterations = root_moves_[0].move == previous_best ? stable_iterations + 1 : 0;
+      double factor = stable_iterations == 0 ? 1.5 : std::max(0.6, 1.1 - 0.1 * stable_iterations);
+      if (previous_best_score != -kInfinity && best < previous_best_score - 30) factor *= 1.4;
+      time_.scale_iteration_time(factor);
+    }
+    previous_best = root_moves_[0].move;
+    previous_best_score = best;
     if (limits_.mate_in > 0 && best >= kMateInMaxPly && (kMate - best + 1) / 2 <= limits_.mate_in) {
       break;
     }

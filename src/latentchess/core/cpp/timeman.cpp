@@ -30,6 +30,7 @@ TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start) : 
     hard_ms_ = hard_ms_ >= 0 ? std::min(hard_ms_, hard) : hard;
     soft_ms_ = soft_ms_ >= 0 ? std::min(soft_ms_, soft) : soft;
     iteration_ms_ = iteration_ms_ >= 0 ? std::min(iteration_ms_, soft / 2) : soft / 2;
+    if (limits.movetime_ms < 0) base_iteration_ms_ = iteration_ms_;
   }
 }
 

@@ -8,6 +8,7 @@
 //   <= `hard_ms` is when no new iteration starts. Negative values mean "no limit".
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <unordered_map>
@@ -38,6 +39,7 @@ struct SearchLimits {
   bool reverse_futility_pruning = true;
   bool late_move_pruning = true;
   bool see_pruning = true;
+  bool futility_pruning = true;
 };
 
 class TimeManager {
@@ -56,12 +58,22 @@ class TimeManager {
   }
   std::int64_t soft_ms() const { return soft_ms_; }
   std::int64_t hard_ms() const { return hard_ms_; }
+  // Clocked searches only: scale the time after which no new iteration starts by how settled
+  // the search is (see Search::run): < 1 when the best move has held for several iterations,
+  // > 1 after it changed or the score fell. Never past the hard limit; a fixed move time, a
+  // depth or node limit alone are unaffected.
+  void scale_iteration_time(double factor) {
+    if (base_iteration_ms_ < 0) return;
+    const auto scaled = static_cast<std::int64_t>(static_cast<double>(base_iteration_ms_) * factor);
+    iteration_ms_ = std::clamp<std::int64_t>(scaled, 1, hard_ms_);
+  }
 
  private:
   Clock::time_point start_;
   std::int64_t soft_ms_ = -1;
   std::int64_t hard_ms_ = -1;
   std::int64_t iteration_ms_ = -1;
+  std::int64_t base_iteration_ms_ = -1;  // clocked searches: soft / 2 before scaling
 };
 
 }  // namespace latentchess::core
