@@ -36,6 +36,7 @@ PRUNING = {
     "rfp": "reverse_futility_pruning",
     "lmp": "late_move_pruning",
     "see": "see_pruning",
+    "fp": "futility_pruning",
 }
 """Pruning that can be switched off to measure it: short name -> native switch."""
 

@@ -412,19 +412,30 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       static_eval > plies_[ply - 2].static_eval;
   plies_[ply + 1].killers[0] = plies_[ply + 1].killers[1] = Move::none();
 
+  // The table's score is a better guess than the static evaluation where its bound points
+  // past it (the pruning decisions below use it; `improving` stays on static evaluations).
+  int eval = static_eval;
+  if (!in_check && entry.hit && entry.depth > 0) {
+    const int table_score = score_from_table(entry.score, ply);
+    if (!is_mate_score(table_score) &&
+        (entry.bound == Bound::Exact || (entry.bound == Bound::Lower && table_score > eval) ||
+         (entry.bound == Bound::Upper && table_score < eval))) {
+      eval = table_score;
+    }
+  }
+
   const Color us = position_.side_to_move();
   if (!pv_node && !in_check && !is_mate_score(beta)) {
     // Reverse futility: far above beta at low depth, a quiet move will not bring it back.
-    if (limits_.reverse_futility_pruning && depth <= 6 &&
-        static_eval - 85 * (depth - improving) >= beta) {
-      return static_eval;
+    if (limits_.reverse_futility_pruning && depth <= 6 && eval - 85 * (depth - improving) >= beta) {
+      return eval;
     }
 
     // Null move: if passing still holds beta, a real move would too (not in zugzwang-prone
     // pawn endings).
-    if (depth >= 3 && static_eval >= beta && !plies_[ply - 1].null_move &&
+    if (depth >= 3 && eval >= beta && !plies_[ply - 1].null_move &&
         has_non_pawn_material(us)) {
-      const int reduction = 3 + depth / 4 + std::min(3, (static_eval - beta) / 200);
+      const int reduction = 3 + depth / 4 + std::min(3, (eval - beta) / 200);
       plies_[ply].current = Move::none();
       plies_[ply].slot = -1;
       plies_[ply].null_move = true;
@@ -464,6 +475,11 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       // Late-move pruning: quiet moves this late rarely matter.
       if (limits_.late_move_pruning && quiet && depth <= 7 &&
           quiet_count + quiets_pruned >= (3 + depth * depth) / (improving ? 1 : 2)) {
+        prune_unless_check = true;
+      }
+      // Futility pruning: so far below alpha at low depth that a quiet move cannot lift it.
+      if (limits_.futility_pruning && quiet && !prune_unless_check && depth <= 6 &&
+          eval + 90 + 100 * depth <= alpha) {
         prune_unless_check = true;
       }
       // SEE pruning: a move that loses too much material.
