@@ -5,8 +5,8 @@
 //   >= beta means "at least"; PV nodes are those with beta - alpha > 1.
 // - Every do_move is paired with undo_move on all paths, including stops: after an interrupted
 //   search the position and the evaluator are back at the root.
-// - Pruning (null move, reverse futility, late-move pruning, SEE pruning) never applies at PV
-//   nodes' first move, in check, or when a mate score is at stake.
+// - Pruning (null move, reverse futility, futility, late-move pruning, SEE pruning) never
+//   applies at PV nodes' first move, in check, or when a mate score is at stake.
 #include "search.h"
 
 #include <algorithm>
