@@ -1,8 +1,9 @@
 """The contrastive GAB encoder against the 77-token SOLIS encoder at equal CPU time.
 
 Both train at the same time, one thread each (so each gets one core of two), with the same SupCon
-trainer on the same training cache (``latentchess train``, the default recipe: 1 positive per
-anchor, batch 128, lr 0.03 cosine, seed 0), for ``--minutes`` each: steps are set from each
+trainer on the same training cache (``latentchess train``: 1 positive per anchor, batch 128,
+cosine schedule, seed 0; SGD at lr 0.03 for the SOLIS encoder, AdamW at 1e-3 for the GAB one, see
+``GAB_RECIPE``), for ``--minutes`` each: steps are set from each
 config's measured steps per minute (``--steps-per-minute``) so that the cosine schedule ends with
 the budget, and ``--max-minutes`` (1.5x) stops a run the machine slowed down. Then, per model:
 
@@ -41,7 +42,12 @@ from strength_study import good_move_positions, model_metrics, move_choice
 
 REPO = Path(__file__).resolve().parents[1]
 LATENTCHESS = str(Path(sys.executable).with_name("latentchess"))
-RECIPE = ["--positives", "1", "--batch-size", "128", "--lr", "0.03", "--schedule", "cosine"]
+RECIPE = ["--positives", "1", "--batch-size", "128", "--schedule", "cosine"]
+SOLIS_RECIPE = "--lr 0.03"  # the SupCon trainer's default: SGD, momentum 0.9
+GAB_RECIPE = "--optimizer adamw --lr 0.001"
+"""The GAB trunk (post-norm) collapses to one point under SGD at the SOLIS rates (0.003 learns,
+slowly; 0.03 collapses within 100 steps) and under AdamW at 3e-3; AdamW 1e-3 learned fastest in
+200-step probes (``gab_probes.md``)."""
 
 
 def _train_all(args: argparse.Namespace, rates: dict[str, float]) -> dict[str, Path]:
@@ -56,7 +62,9 @@ def _train_all(args: argparse.Namespace, rates: dict[str, float]) -> dict[str, P
         steps = max(int(steps_per_minute * args.minutes), 2)
         command = [
             LATENTCHESS, "train", "--data", str(args.cache), "--out", str(out),
-            "--model-config", config, *RECIPE, "--steps", str(steps),
+            "--model-config", config, *RECIPE,
+            *shlex.split(args.gab_recipe if config.startswith("gab") else args.solis_recipe),
+            "--steps", str(steps),
             "--max-minutes", str(1.5 * args.minutes), "--threads", "1",
             "--eval-every", str(max(steps // 4, 1)),
             "--checkpoint-every", str(max(steps // 10, 1)),
@@ -95,6 +103,8 @@ def main() -> int:
         default="micro=65,gab-micro=40",
         help="CONFIG=RATE,... one thread (measure: steps / train_seconds of a short run)",
     )
+    p.add_argument("--solis-recipe", default=SOLIS_RECIPE, help="train options of SOLIS configs")
+    p.add_argument("--gab-recipe", default=GAB_RECIPE, help="train options of gab-* configs")
     p.add_argument("--gap", type=float, default=150.0)
     p.add_argument("--positions", type=int, default=400)
     p.add_argument("--ladder-games", type=int, default=0, help="games per rung (0: no ladder)")
@@ -141,7 +151,7 @@ def main() -> int:
         "",
         f"Equal budget: {args.minutes:g} min of steps at the given rates, stopped at "
         f"{1.5 * args.minutes:g} min (one thread each; the minutes column is what each took), "
-        "the default recipe; "
+        f"recipes: SOLIS `{args.solis_recipe}`, GAB `{args.gab_recipe}`; "
         f"single good move: {len(positions)} held-out positions (gap >= {args.gap:g} cp), "
         f"Wilson 95% intervals. Load average {payload['load_average_1min']:.1f}. Command: "
         f"`{payload['command']}`.",

@@ -257,10 +257,55 @@ def test_gab_encoder_exports_to_onnx(tmp_path: Path) -> None:
     from latentchess.models.gab_encoder import build_encoder
 
     torch.manual_seed(0)
-    encoder = build_encoder(get_config("gab-nano"))
     tokens = tokenize_batch([chess.Board(), _italian()] * 3)
-    check = check_onnx(export_onnx(encoder, tmp_path / "gab.onnx"), encoder, tokens)
-    assert check.max_abs_diff < 1e-5 and check.positions == 6
+    nano = get_config("gab-nano")
+    variant = dataclasses.replace(nano, pool="attention", head="mlp")
+    for i, config in enumerate((nano, variant)):
+        encoder = build_encoder(config)
+        if i:  # a query that weights the squares unevenly
+            torch.nn.init.normal_(encoder.pool_query, std=1.0)
+        check = check_onnx(export_onnx(encoder, tmp_path / f"gab{i}.onnx"), encoder, tokens)
+        assert check.max_abs_diff < 1e-5 and check.positions == 6
+
+
+def test_gab_encoder_attention_pool_starts_as_the_mean_and_mlp_head_trains_with_adamw(
+    tmp_path: Path,
+) -> None:
+    from latentchess.models.config import get_config
+    from latentchess.models.gab_encoder import GabEncoder
+    from latentchess.training.trainer import train
+    from training_fixtures import micro_config, synthetic_cache
+
+    nano = get_config("gab-nano")
+    tokens = torch.from_numpy(tokenize_batch([chess.Board(), _italian()]))
+    torch.manual_seed(0)
+    mean = GabEncoder(nano)  # type: ignore[arg-type]
+    attention = GabEncoder(dataclasses.replace(nano, pool="attention"))  # type: ignore[arg-type]
+    attention.load_state_dict(mean.state_dict(), strict=False)  # all but the (zero) query
+    states = mean.trunk(tokens)
+    assert torch.allclose(attention.pool(states), states.mean(dim=1), atol=1e-6)
+    assert torch.allclose(attention(tokens), mean(tokens), atol=1e-6)
+    with pytest.raises(ValueError, match="pool"):
+        dataclasses.replace(nano, pool="max")
+    with pytest.raises(ValueError, match="head"):
+        dataclasses.replace(nano, head="deep")
+
+    synthetic_cache(tmp_path / "cache", rows=320)
+    variant = dataclasses.replace(nano, pool="attention", head="mlp")
+    cfg = dataclasses.replace(
+        micro_config(tmp_path / "cache", tmp_path / "run", model=variant, steps=6),
+        optimizer="adamw",
+        lr=1e-3,
+    )
+    before = GabEncoder(variant)  # type: ignore[arg-type]
+    result = train(cfg)
+    assert result.step == 6 and np.isfinite(result.metrics["spearman"])
+    from latentchess.models import load_model
+
+    model = load_model(result.model_dir, precision="fp32")
+    assert model.config.pool == "attention" and model.config.head == "mlp"
+    assert set(model.encoder.state_dict()) == set(before.state_dict())
+    assert float(model.encoder.pool_query.detach().abs().sum()) > 0  # the query learned
 
 
 def test_gab_encoder_trains_with_supcon_and_plays_as_a_latent_model(tmp_path: Path) -> None:

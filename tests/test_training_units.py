@@ -15,6 +15,7 @@ import torch
 from latentchess.data.store import ShardWriter
 from latentchess.encoding import detokenize
 from latentchess.errors import DataFormatError
+from latentchess.models.config import get_config
 from latentchess.training.axis import (
     AxisFallbackWarning,
     advantage_axis,
@@ -166,6 +167,15 @@ def test_train_config_validates_and_lists_resume_differences() -> None:
     constant = TrainConfig(data="d", out="o", steps=100, schedule="constant")
     longer = TrainConfig(data="d", out="o", steps=200, schedule="constant")
     assert longer.resume_differences(constant.to_dict()) == []
+    with pytest.raises(ValueError, match="optimizer"):
+        TrainConfig(data="d", out="o", optimizer="lion")
+    adamw = TrainConfig(data="d", out="o", steps=100, optimizer="adamw")
+    assert [d.split(":")[0] for d in adamw.resume_differences(saved)] == ["optimizer"]
+    # Checkpoints from before the optimizer and the GAB pool/head settings resume unchanged.
+    gab = TrainConfig(data="d", out="o", steps=100, model=get_config("gab-nano"))
+    old = gab.to_dict()
+    del old["optimizer"], old["model"]["pool"], old["model"]["head"]
+    assert gab.resume_differences(old) == []
 
 
 def test_axis_selection_counts_cap_and_fallback() -> None:

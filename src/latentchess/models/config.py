@@ -107,6 +107,10 @@ class GabEncoderConfig:
         absolute_embedding: a learned per-square embedding.
         dim: output embedding dimension D.
         dropout: dropout in attention and FFN.
+        pool: how the 64 square states become one vector: ``mean`` (the issue's), or
+            ``attention`` (softmax weights from one learned query; it starts as the mean).
+        head: ``linear`` projection to ``dim``, or ``mlp`` (Linear, GELU, Linear: the usual
+            contrastive projection head).
     """
 
     name: str = "gab-custom"
@@ -122,8 +126,14 @@ class GabEncoderConfig:
     absolute_embedding: bool = False
     dim: int = 64
     dropout: float = 0.0
+    pool: str = "mean"
+    head: str = "linear"
 
     def __post_init__(self) -> None:
+        if self.pool not in ("mean", "attention"):
+            raise ValueError(f"pool must be 'mean' or 'attention', got {self.pool!r}")
+        if self.head not in ("linear", "mlp"):
+            raise ValueError(f"head must be 'linear' or 'mlp', got {self.head!r}")
         if self.kind != GAB_KIND:
             raise ValueError(f"GabEncoderConfig.kind must be {GAB_KIND!r}, got {self.kind!r}")
         if not isinstance(self.dim, int) or isinstance(self.dim, bool) or self.dim < 1:

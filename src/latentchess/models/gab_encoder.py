@@ -13,9 +13,12 @@ collapsed to one point within ten SupCon steps. Per square: a one-hot of the 12 
 en-passant square, the castling rights K Q k q and the rule-50 counter / 100 (the repetition
 feature is 0: tokens do not carry the game's history). Then the Chessformer's
 post-norm blocks with their attention bias (:class:`~latentchess.models.chessformer.Block`), a
-final LayerNorm, the mean over the 64 squares, a linear projection to ``dim`` and L2
-normalisation. The token conversion uses only gathers and comparisons, so the network exports to
-ONNX like the SOLIS encoder.
+final LayerNorm, the mean over the 64 squares (or, with ``pool="attention"``, a softmax-weighted
+mean from one learned query), a linear projection to ``dim`` (or with ``head="mlp"`` Linear, GELU,
+Linear) and L2 normalisation. The post-norm trunk collapses under SGD at the SOLIS learning rates:
+train it with ``--optimizer adamw --lr 0.001`` (``benchmarks/results/gab_encoder/gab_probes.md``).
+The token conversion uses only gathers and comparisons, so the network exports to ONNX like the
+SOLIS encoder.
 """
 
 from __future__ import annotations
@@ -122,6 +125,9 @@ class GabEncoder(nn.Module):
             nn.init.xavier_normal_(self.gab_templates)
         self.blocks = nn.ModuleList(Block(trunk) for _ in range(trunk.layers))
         self.final_norm = nn.LayerNorm(d)
+        # attention pooling: one learned query, zero at first (so the pool starts as the mean)
+        self.pool_query = nn.Parameter(torch.zeros(d)) if config.pool == "attention" else None
+        self.hidden: nn.Linear | None = nn.Linear(d, d) if config.head == "mlp" else None
         self.projection = nn.Linear(d, config.dim)
         with torch.no_grad():  # start near one point, as the SOLIS encoder's CLS output does
             self.projection.weight.mul_(_PROJECTION_INIT_SCALE)
@@ -143,9 +149,19 @@ class GabEncoder(nn.Module):
             x = block(x, self.gab_templates)
         return self.final_norm(x)
 
+    def pool(self, states: Tensor) -> Tensor:
+        """(B, 64, d) square states -> (B, d): their mean, or attention-weighted mean."""
+        if self.pool_query is None:
+            return states.mean(dim=1)
+        weights = torch.softmax(states @ self.pool_query / states.shape[-1] ** 0.5, dim=1)
+        return (weights.unsqueeze(-1) * states).sum(dim=1)
+
     def forward(self, tokens: Tensor) -> Tensor:
         """``(B, 77)`` token indices -> ``(B, dim)`` float32 unit vectors."""
-        z = self.projection(self.trunk(tokens).mean(dim=1))  # (B, dim)
+        pooled = self.pool(self.trunk(tokens))
+        if self.hidden is not None:
+            pooled = F.gelu(self.hidden(pooled))
+        z = self.projection(pooled)  # (B, dim)
         return F.normalize(z.float(), dim=-1)
 
     def onnx_exportable(self) -> GabEncoder:

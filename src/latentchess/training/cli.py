@@ -58,10 +58,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--positives", type=int, default=5, help="positives per anchor (default 5)")
     p.add_argument("--delta", type=float, default=0.05, help="positive margin (default 0.05)")
     p.add_argument("--temperature", type=float, default=0.07, help="SupCon tau (default 0.07)")
-    p.add_argument("--lr", type=float, default=None, help="peak SGD learning rate")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate")
     p.add_argument("--schedule", choices=("cosine", "constant"), default="cosine")
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 2%% of steps)")
     p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument(
+        "--optimizer",
+        choices=("sgd", "adamw"),
+        default="sgd",
+        help="sgd (with --momentum; the paper's) or adamw",
+    )
     p.add_argument("--weight-decay", type=float, default=None)
     p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
@@ -107,6 +113,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         schedule=args.schedule,
         warmup=args.warmup,
         momentum=args.momentum,
+        optimizer=args.optimizer,
         precision=args.precision,
         device=args.device,
         threads=args.threads,

@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from latentchess.models.config import AnyEncoderConfig, EncoderConfig, GabEncoderConfig, get_config
+from latentchess.models.config import (
+    GAB_KIND,
+    AnyEncoderConfig,
+    EncoderConfig,
+    GabEncoderConfig,
+    get_config,
+)
 
 __all__ = ["TrainConfig", "SCHEDULES", "PRECISIONS", "lr_factor"]
 
@@ -65,6 +71,9 @@ class TrainConfig:
             learned better in the same comparison (and constant 0.1 collapsed).
         warmup: linear warm-up steps; ``None`` means 2% of ``steps``.
         momentum: SGD momentum (paper: 0.9).
+        optimizer: ``"sgd"`` (SGD with momentum, the paper's) or ``"adamw"`` (AdamW at ``lr``
+            with ``weight_decay``; the GAB encoder's post-norm trunk collapses under SGD at the
+            SOLIS learning rates, ``benchmarks/results/gab_encoder/``).
         weight_decay: SGD weight decay (SupCon reference value).
         precision: ``"auto"`` (bf16 autocast on CUDA; on CPU fp32 unless bf16 is measured
             faster for this model on this machine, see :mod:`latentchess.training.precision`),
@@ -98,6 +107,7 @@ class TrainConfig:
     schedule: str = "cosine"
     warmup: int | None = None
     momentum: float = 0.9
+    optimizer: str = "sgd"
     weight_decay: float = 1e-4
     precision: str = "auto"
     device: str = "auto"
@@ -144,6 +154,8 @@ class TrainConfig:
         for name in ("temperature", "lr"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        if self.optimizer not in ("sgd", "adamw"):
+            raise ValueError(f"optimizer must be 'sgd' or 'adamw', got {self.optimizer!r}")
         if not 0.0 <= self.momentum < 1.0:
             raise ValueError(f"momentum must lie in [0, 1), got {self.momentum!r}")
         if self.weight_decay < 0:
@@ -183,6 +195,10 @@ class TrainConfig:
         from latentchess.training.checkpoint import config_differences
 
         ignore = set(_RESUMABLE_CHANGES)
+        # Checkpoints written before a setting existed ran with its default.
+        saved = {"optimizer": "sgd", **saved}
+        if isinstance(saved.get("model"), dict) and saved["model"].get("kind") == GAB_KIND:
+            saved["model"] = {"pool": "mean", "head": "linear", **saved["model"]}
         if self.schedule == "constant" and saved.get("schedule") == "constant":
             ignore.add("steps")
         return config_differences(saved, self.to_dict(), ignore=ignore)

@@ -108,13 +108,20 @@ def train(cfg: TrainConfig, *, on_step: Callable[[int], None] | None = None) -> 
         objectives.append(SupConObjective(cfg, ctx))
         return objectives[-1]
 
-    def sgd(model: nn.Module, s: LoopSettings) -> torch.optim.Optimizer:
+    def optimizer(model: nn.Module, s: LoopSettings) -> torch.optim.Optimizer:
+        if cfg.optimizer == "adamw":
+            return torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=s.weight_decay)
         return torch.optim.SGD(
             model.parameters(), lr=s.lr, momentum=cfg.momentum, weight_decay=s.weight_decay
         )
 
     result = run_objective(
-        settings, build, device=cfg.device, threads=cfg.threads, optimizer=sgd, on_step=on_step
+        settings,
+        build,
+        device=cfg.device,
+        threads=cfg.threads,
+        optimizer=optimizer,
+        on_step=on_step,
     )
     return TrainResult(
         out=result.out,
