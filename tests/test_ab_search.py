@@ -253,19 +253,21 @@ def test_new_game_clears_the_move_ordering_history_with_the_table() -> None:
 
 @pytest.mark.parametrize("name", sorted(core_search.PRUNING))
 def test_each_pruning_switched_off_searches_more_and_still_mates(name: str) -> None:
-    """Every pruning prunes something on the bench positions (so its switch is wired), and with it
-    off the search stays correct."""
+    """Every pruning prunes something on the bench positions (so its switch is wired; the
+    singular extension, which also extends, changes the tree), and with it off the search stays
+    correct."""
     engine = AlphaBeta("hce", hash_mb=8)
 
     def total_nodes(disabled: frozenset[str]) -> int:
         total = 0
         for board in bench_boards()[:8]:
             engine.new_game()
-            limit = chess.engine.Limit(depth=6)
+            limit = chess.engine.Limit(depth=9)
             total += engine.search(board, limit, disabled_pruning=disabled).info.nodes
         return total
 
-    assert total_nodes(frozenset({name})) > total_nodes(frozenset())
+    off, on = total_nodes(frozenset({name})), total_nodes(frozenset())
+    assert off != on if name == "se" else off > on
     fen, moves = MATES[2]
     engine.new_game()
     limit = chess.engine.Limit(depth=2 * moves + 2)

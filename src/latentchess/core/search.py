@@ -37,8 +37,10 @@ PRUNING = {
     "lmp": "late_move_pruning",
     "see": "see_pruning",
     "fp": "futility_pruning",
+    "se": "singular_extensions",
 }
-"""Pruning that can be switched off to measure it: short name -> native switch."""
+"""Pruning (and the singular extension) that can be switched off to measure it: short name ->
+native switch."""
 
 EVALUATORS = ("hce", "pesto")
 """Evaluators built into the core: the hand-crafted evaluation, and its PeSTO tables alone."""

@@ -41,7 +41,8 @@ class AlphaBetaConfig:
         depth: a cap on every search's depth (None: none).
         nodes: a cap on every search's nodes (None: none).
         move_overhead_ms: kept back from clocks and move times (transmission, set-up).
-        no_pruning: pruning switched off (names of ``PRUNING``: rfp, lmp, see, fp), to measure it.
+        no_pruning: pruning (or the singular extension) switched off, to measure it: names of
+            ``PRUNING`` (rfp, lmp, see, fp, se).
     """
 
     evaluator: str = DEFAULT_EVALUATOR
@@ -111,7 +112,8 @@ class AlphaBetaEngine:
     @classmethod
     def from_options(cls, name: str = "ab", **options: object) -> AlphaBetaEngine:
         """Build from spec keys: ``eval``, ``hash``, ``threads``, ``multipv``, ``depth``,
-        ``nodes``, ``overhead``, and ``rfp``/``lmp``/``see``/``fp`` = 0 to switch a pruning off.
+        ``nodes``, ``overhead``, and ``rfp``/``lmp``/``see``/``fp``/``se`` = 0 to switch a pruning
+        (or the singular extension) off.
 
         Raises:
             EngineError: on an unknown key or a bad value.

@@ -212,6 +212,7 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
   int previous_best_score = -kInfinity;
   int stable_iterations = 0;
   for (int depth = 1; depth <= max_depth; ++depth) {
+    root_depth_ = depth;
     for (RootMove& root : root_moves_) {
       root.previous_score = root.score;
       root.score = -kInfinity;
@@ -385,12 +386,15 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
 
   const std::uint64_t key = position_.key();
   const ProbeResult entry = table_.probe(key);
+  // A singular-extension verification searches this node again without one move: the table's
+  // score (which includes that move) may neither cut it off nor be overwritten by it.
+  const Move excluded = plies_[ply].excluded;
   Move table_move = Move::none();
   if (entry.hit && entry.move != Move::none() && position_.is_pseudo_legal(entry.move) &&
       position_.is_legal(entry.move)) {
     table_move = entry.move;
   }
-  if (entry.hit && !pv_node && entry.depth >= depth) {
+  if (entry.hit && !pv_node && excluded == Move::none() && entry.depth >= depth) {
     const int score = score_from_table(entry.score, ply);
     if (entry.bound == Bound::Exact || (entry.bound == Bound::Lower && score >= beta) ||
         (entry.bound == Bound::Upper && score <= alpha)) {
@@ -415,7 +419,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   // The table's score is a better guess than the static evaluation where its bound points
   // past it (the pruning decisions below use it; `improving` stays on static evaluations).
   int eval = static_eval;
-  if (!in_check && entry.hit && entry.depth > 0) {
+  if (!in_check && entry.hit && entry.depth > 0 && excluded == Move::none()) {
     const int table_score = score_from_table(entry.score, ply);
     if (!is_mate_score(table_score) &&
         (entry.bound == Bound::Exact || (entry.bound == Bound::Lower && table_score > eval) ||
@@ -433,7 +437,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
 
     // Null move: if passing still holds beta, a real move would too (not in zugzwang-prone
     // pawn endings).
-    if (depth >= 3 && eval >= beta && !plies_[ply - 1].null_move &&
+    if (depth >= 3 && eval >= beta && !plies_[ply - 1].null_move && excluded == Move::none() &&
         has_non_pawn_material(us)) {
       const int reduction = 3 + depth / 4 + std::min(3, (eval - beta) / 200);
       plies_[ply].current = Move::none();
@@ -450,6 +454,30 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   // Internal iterative reduction: without a table move this node was never searched well.
   if (table_move == Move::none() && depth >= 6 && (pv_node || cut_node)) --depth;
 
+  // Singular extension: is the table move the only good one? Search the others at half depth
+  // against a bound just under its score; if all fail low it is extended one ply. If even
+  // without it the node holds a bound at or above beta, several moves do: cut (multi-cut).
+  int singular_extension = 0;
+  if (limits_.singular_extensions && ply > 0 && depth >= 7 && table_move != Move::none() &&
+      excluded == Move::none() && entry.depth >= depth - 3 &&
+      (entry.bound == Bound::Lower || entry.bound == Bound::Exact) &&
+      ply < 2 * root_depth_) {
+    const int table_score = score_from_table(entry.score, ply);
+    if (!is_mate_score(table_score)) {
+      const int singular_beta = table_score - 2 * depth;
+      plies_[ply].excluded = table_move;
+      const int score =
+          negamax(singular_beta - 1, singular_beta, (depth - 1) / 2, ply, cut_node);
+      plies_[ply].excluded = Move::none();
+      if (stopped_) return 0;
+      if (score < singular_beta) {
+        singular_extension = 1;
+      } else if (singular_beta >= beta) {
+        return singular_beta;
+      }
+    }
+  }
+
   const QuietContext context = quiet_context(ply);
   MovePicker picker(position_, MovePicker::Kind::All, table_move, plies_[ply].killers,
                     history_.butterfly, external_order(ply), &context);
@@ -465,6 +493,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   int order_score = 0;
   for (Move move = picker.next(&order_score); move != Move::none();
        move = picker.next(&order_score)) {
+    if (move == excluded) continue;
     ++move_number;
     const bool tactical = is_tactical(position_, move);
     const bool quiet = !tactical;
@@ -498,7 +527,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     plies_[ply].slot = slot_of(move);
     do_move(move);
     const bool gives_check = position_.in_check();
-    const int new_depth = depth - 1;
+    const int new_depth = depth - 1 + (move == table_move ? singular_extension : 0);
     int score = 0;
     if (move_number == 1) {
       score = -negamax(-beta, -alpha, new_depth, ply + 1, !pv_node && !cut_node);
@@ -555,8 +584,10 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   const Bound bound = best >= beta                         ? Bound::Lower
                       : (pv_node && best > original_alpha) ? Bound::Exact
                                                            : Bound::Upper;
-  table_.store(key, best_move, score_to_table(best, ply),
-               in_check ? 0 : static_eval, depth, bound);
+  if (excluded == Move::none()) {
+    table_.store(key, best_move, score_to_table(best, ply), in_check ? 0 : static_eval, depth,
+                 bound);
+  }
   return best;
 }
 

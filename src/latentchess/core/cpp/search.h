@@ -91,6 +91,7 @@ class Search {
     Move current = Move::none();
     int slot = -1;  // history_slot of `current` (-1: none, or a null move)
     bool null_move = false;
+    Move excluded = Move::none();  // singular-extension verification: the move left out
   };
 
   int search_root(int alpha, int beta, int depth, int pv_index);
@@ -130,6 +131,7 @@ class Search {
   std::uint64_t nodes_ = 0;
   int seldepth_ = 0;
   int completed_depth_ = 0;
+  int root_depth_ = 0;  // the iteration in progress
   bool stopped_ = false;
 };
 

@@ -174,7 +174,8 @@ void bind_search(py::module_& module) {
       .def_readwrite("reverse_futility_pruning", &SearchLimits::reverse_futility_pruning)
       .def_readwrite("late_move_pruning", &SearchLimits::late_move_pruning)
       .def_readwrite("see_pruning", &SearchLimits::see_pruning)
-      .def_readwrite("futility_pruning", &SearchLimits::futility_pruning);
+      .def_readwrite("futility_pruning", &SearchLimits::futility_pruning)
+      .def_readwrite("singular_extensions", &SearchLimits::singular_extensions);
 
   py::class_<SearchEngine>(module, "SearchEngine",
                            "Alpha-beta search owning its transposition table and evaluator.")

@@ -40,6 +40,7 @@ struct SearchLimits {
   bool late_move_pruning = true;
   bool see_pruning = true;
   bool futility_pruning = true;
+  bool singular_extensions = true;
 };
 
 class TimeManager {
