@@ -6,7 +6,8 @@
 // - Every do_move is paired with undo_move on all paths, including stops: after an interrupted
 //   search the position and the evaluator are back at the root.
 // - Pruning (null move, reverse futility, futility, late-move pruning, SEE pruning) never
-//   applies at PV nodes' first move, in check, or when a mate score is at stake.
+//   applies at PV nodes' first move, in check, or when a mate score is at stake. The singular
+//   extension's multi-cut (any node, depth >= 7, not the root) only uses non-mate table scores.
 #include "search.h"
 
 #include <algorithm>
