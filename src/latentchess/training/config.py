@@ -196,12 +196,20 @@ class TrainConfig:
 
         ignore = set(_RESUMABLE_CHANGES)
         # Checkpoints written before a setting existed ran with its default.
-        saved = {"optimizer": "sgd", **saved}
-        if isinstance(saved.get("model"), dict) and saved["model"].get("kind") == GAB_KIND:
-            saved["model"] = {"pool": "mean", "head": "linear", **saved["model"]}
+        saved = {**_defaults(type(self)), **saved}
+        if isinstance(saved.get("model"), dict):
+            family = GabEncoderConfig if saved["model"].get("kind") == GAB_KIND else EncoderConfig
+            saved["model"] = {**_defaults(family), **saved["model"]}
         if self.schedule == "constant" and saved.get("schedule") == "constant":
             ignore.add("steps")
         return config_differences(saved, self.to_dict(), ignore=ignore)
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """The dataclass fields of ``cls`` that have a plain default, with it."""
+    return {
+        f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
+    }
 
 
 def _default_model() -> AnyEncoderConfig:
