@@ -14,6 +14,11 @@ the budget, and ``--max-minutes`` (1.5x) stops a run the machine slowed down. Th
 * with ``--ladder-games N``: the Elo ladder at depth 4 and 6 (``latentchess ladder``), 95%
   intervals.
 
+The encoders are scored in parallel too, one process and one thread each (``--evaluate CONFIG``
+is that process); each writes ``RUNS/CONFIG/eval.json`` atomically when done, and a rerun reuses
+it when its settings match, so a killed scoring redoes only the unfinished encoder (its ladder
+games resume from their PGN).
+
 Results: ``OUT/gab_vs_solis.json`` and ``.md``. The real run (2 hours each, as the issue asks)::
 
     # all shared positions, the one file with MultiPV gaps first (single-good-move positions)
@@ -85,11 +90,78 @@ def _ladder(model: Path, depth: int, games: int, out: Path) -> dict[str, Any]:
     command = [
         LATENTCHESS, "ladder", f"latent:model={model},depth={depth}", "--limit",
         f"depth={depth}", "--opponent-limit", "50ms", "--adjudicate",
-        "--games-per-rung", str(games), "--calibration-games", "20", "--no-progress",
+        "--games-per-step", str(games), "--games-per-rung", str(games),
+        "--calibration-games", "20", "--workers", "1", "--no-progress",
         "--json", str(result), "--pgn", str(out / f"ladder_d{depth}.pgn"),
     ]  # fmt: skip
     subprocess.run(command, check=True)
     return json.loads(result.read_text())
+
+
+def _ladder_cell(ladder: dict[str, Any]) -> str:
+    """'ELO [LOW, HIGH] (N games)' for the laddered engine in a ``latentchess ladder`` JSON."""
+    for rating in ladder["fit"]["ratings"]:
+        if rating["name"] == ladder["engine"]:
+            return (
+                f"{rating['elo']:.0f} [{rating['lower']:.0f}, {rating['upper']:.0f}] "
+                f"({rating['games']} games)"
+            )
+    raise ValueError(f"{ladder['engine']} is not in its ladder's fit")
+
+
+def _eval_settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {"positions": args.positions, "gap_cp": args.gap, "ladder_games": args.ladder_games}
+
+
+def _write_evaluation(args: argparse.Namespace, config: str, model: Path) -> None:
+    """Score one encoder (this process: one thread) and write ``eval.json`` atomically."""
+    import torch
+
+    torch.set_num_threads(1)
+    positions = good_move_positions(args.dataset, gap_cp=args.gap, count=args.positions, seed=0)
+    if len(positions) < args.positions:
+        raise SystemExit(f"only {len(positions)} single-good-move positions in {args.dataset}")
+    metrics = model_metrics(model)
+    result: dict[str, Any] = {
+        "settings": _eval_settings(args),
+        "train_minutes": round(metrics["train_minutes"], 1),
+        "steps": metrics["steps"],
+        "spearman": metrics["spearman"],
+        "pair_accuracy": metrics["pair_accuracy"],
+        "move_choice": move_choice(model, positions),
+    }
+    print(config, "move choice", json.dumps(result["move_choice"]), file=sys.stderr, flush=True)
+    if args.ladder_games:
+        result["ladder"] = {
+            depth: _ladder(model, depth, args.ladder_games, model.parent) for depth in (4, 6)
+        }
+    path = model.parent / "eval.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def _evaluate_all(args: argparse.Namespace, models: dict[str, Path]) -> dict[str, Any]:
+    """Every encoder's scores, computed in parallel (one process each) unless already on disk."""
+    results: dict[str, Any] = {}
+    pending: list[tuple[str, subprocess.Popen[bytes]]] = []
+    for config, model in models.items():
+        path = model.parent / "eval.json"
+        if path.exists() and json.loads(path.read_text()).get("settings") == _eval_settings(args):
+            continue
+        command = [sys.executable, __file__, *sys.argv[1:], "--evaluate", config]
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        log = (args.runs / f"{config}-eval.log").open("ab")
+        print(f"score {config}: log {log.name}", file=sys.stderr, flush=True)
+        pending.append((config, subprocess.Popen(command, stdout=log, stderr=log, env=env)))
+        log.close()
+    for config, process in pending:
+        if process.wait() != 0:
+            raise SystemExit(f"scoring {config} failed: see {args.runs / (config + '-eval.log')}")
+    for config, model in models.items():
+        results[config] = json.loads((model.parent / "eval.json").read_text())
+        results[config].pop("settings")
+    return results
 
 
 def main() -> int:
@@ -111,36 +183,24 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=REPO / "benchmarks/results/gab_encoder")
     p.add_argument("--label", default="")
     p.add_argument("--reuse", action="store_true", help="score existing models, train no more")
+    p.add_argument("--evaluate", metavar="CONFIG", help=argparse.SUPPRESS)  # one scoring process
     args = p.parse_args()
     args.cache = args.cache or args.dataset.with_name(args.dataset.name + "-cache")
     args.runs.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
     rates = {k: float(v) for k, v in (item.split("=") for item in args.steps_per_minute.split(","))}
+    if args.evaluate:
+        _write_evaluation(args, args.evaluate, args.runs / args.evaluate / "model")
+        return 0
     started = time.time()
     models = _train_all(args, rates)
-    positions = good_move_positions(args.dataset, gap_cp=args.gap, count=args.positions, seed=0)
-    results: dict[str, Any] = {}
-    for config, path in models.items():
-        metrics = model_metrics(path)
-        results[config] = {
-            "train_minutes": round(metrics["train_minutes"], 1),
-            "steps": metrics["steps"],
-            "spearman": metrics["spearman"],
-            "pair_accuracy": metrics["pair_accuracy"],
-            "move_choice": move_choice(path, positions),
-        }
-        if args.ladder_games:
-            results[config]["ladder"] = {
-                depth: _ladder(path, depth, args.ladder_games, args.runs / config)
-                for depth in (4, 6)
-            }
-        print(config, json.dumps(results[config]), file=sys.stderr, flush=True)
+    results = _evaluate_all(args, models)
     payload = {
         "label": args.label,
         "command": shlex.join([Path(sys.executable).name, *sys.argv]),
         "commit": git_commit(),
         "load_average_1min": os.getloadavg()[0],
-        "positions": len(positions),
+        "positions": args.positions,
         "gap_cp": args.gap,
         "wall_minutes": round((time.time() - started) / 60, 1),
         "results": results,
@@ -152,7 +212,7 @@ def main() -> int:
         f"Equal budget: {args.minutes:g} min of steps at the given rates, stopped at "
         f"{1.5 * args.minutes:g} min (one thread each; the minutes column is what each took), "
         f"recipes: SOLIS `{args.solis_recipe}`, GAB `{args.gab_recipe}`; "
-        f"single good move: {len(positions)} held-out positions (gap >= {args.gap:g} cp), "
+        f"single good move: {args.positions} held-out positions (gap >= {args.gap:g} cp), "
         f"Wilson 95% intervals. Load average {payload['load_average_1min']:.1f}. Command: "
         f"`{payload['command']}`.",
         "",
@@ -170,6 +230,18 @@ def main() -> int:
             f"| {config} | {row['steps']} | {row['train_minutes']} | {row['spearman']:.3f} | "
             f"{row['pair_accuracy']:.3f} | " + " | ".join(cells) + " |"
         )
+    if any("ladder" in row for row in results.values()):
+        lines += [
+            "",
+            "Ladder (Stockfish 15.1 `UCI_Elo` scale, opponents at 50 ms per move, 95% intervals):",
+            "",
+            "| encoder | depth 4 | depth 6 |",
+            "|---|---:|---:|",
+        ]
+        for config, row in results.items():
+            if "ladder" in row:
+                cells = [_ladder_cell(row["ladder"][key]) for key in ("4", "6")]
+                lines.append(f"| {config} | " + " | ".join(cells) + " |")
     (args.out / "gab_vs_solis.md").write_text("\n".join(lines) + "\n")
     return 0
 
