@@ -109,6 +109,46 @@ def _ladder_cell(ladder: dict[str, Any]) -> str:
     raise ValueError(f"{ladder['engine']} is not in its ladder's fit")
 
 
+def _curves(run: Path) -> list[dict[str, float]]:
+    """Held-out evaluations of one run with the training minutes behind each (from its metrics)."""
+    minutes_at: dict[int, float] = {}
+    points = []
+    for line in (run / "metrics.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row.get("kind") == "train":
+            minutes_at[row["step"]] = row["elapsed_s"] / 60
+        elif row.get("kind") == "eval":
+            before = [step for step in minutes_at if step <= row["step"]]
+            minutes = minutes_at[max(before)] if before else 0.0
+            points.append({"step": row["step"], "minutes": minutes, "spearman": row["spearman"],
+                           "loss": row["heldout_loss"]})  # fmt: skip
+    return points
+
+
+def _plot_curves(curves: dict[str, list[dict[str, float]]], path: Path) -> None:
+    """Held-out Spearman and SupCon loss against training minutes, one line per encoder."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for config, points in curves.items():
+        minutes = [p["minutes"] for p in points]
+        left.plot(minutes, [p["spearman"] for p in points], marker="o", label=config)
+        right.plot(minutes, [p["loss"] for p in points], marker="o", label=config)
+    left.set(xlabel="training minutes (one thread)", ylabel="held-out Spearman (4,096 positions)")
+    right.set(xlabel="training minutes (one thread)", ylabel="held-out SupCon loss")
+    left.set_ylim(0.8, None)
+    right.set_ylim(None, 5.0)
+    for axes in (left, right):
+        axes.grid(alpha=0.3)
+        axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
 def _eval_settings(args: argparse.Namespace) -> dict[str, Any]:
     return {"positions": args.positions, "gap_cp": args.gap, "ladder_games": args.ladder_games}
 
@@ -243,6 +283,11 @@ def main() -> int:
             if "ladder" in row:
                 cells = [_ladder_cell(row["ladder"][key]) for key in ("4", "6")]
                 lines.append(f"| {config} | " + " | ".join(cells) + " |")
+    curves = {config: _curves(model.parent) for config, model in models.items()}
+    payload["curves"] = curves
+    (args.out / "gab_vs_solis.json").write_text(json.dumps(payload, indent=1) + "\n")
+    _plot_curves(curves, args.out / "gab_vs_solis.png")
+    lines += ["", "Held-out curves: `gab_vs_solis.png` (and `curves` in the JSON)."]
     (args.out / "gab_vs_solis.md").write_text("\n".join(lines) + "\n")
     return 0
 
