@@ -3,11 +3,12 @@
 # reference engine on the same suites; results and timings in benchmarks/results/default_model/.
 # The Elo-by-depth ladder (our Table 2) is benchmarks/depth_ladder.py.
 #   bash benchmarks/eval_default_model.sh            # everything (about 40 minutes on 2 cores)
+#   OUT=DIR bash benchmarks/eval_default_model.sh    # results into DIR instead
 #   bash benchmarks/eval_default_model.sh puzzles    # one section: puzzles, epd, reference,
 #                                                    # sunfish, sf1350
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=benchmarks/results/default_model
+out=${OUT:-benchmarks/results/default_model}
 ts=../shared/testsuites
 mkdir -p "$out"
 lc=.venv/bin/latentchess

@@ -182,7 +182,11 @@ def main() -> int:
     wall = train_all(args, quarter)
     positions = good_move_positions(args.dataset, gap_cp=args.gap, count=args.positions, seed=0)
     print(f"{len(positions)} single-good-move positions", file=sys.stderr)
-    models = {"default (micro-p1, 2000 steps)": default_model_path()}
+    # The study's reference is the model shipped when it ran (micro-p1, 2000 steps, v0.1; the
+    # shipped default is gab-micro since v0.2: pass that v0.1 directory as $LATENTCHESS_MODEL).
+    shipped = default_model_path()
+    encoder = json.loads((shipped / "config.json").read_text())["encoder"]["name"]
+    models = {f"default ({encoder}, {model_metrics(shipped)['steps']} steps)": shipped}
     models |= {name: args.runs / name / "model" for name in RUNS}
     results = {}
     for name, path in models.items():
