@@ -263,7 +263,7 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
     // move that has held for iterations needs less time, a new one or a falling score more.
     if (depth >= 4) {
       stable_iterations = root_moves_[0].move == previous_best ? stable_iterations + 1 : 0;
-      double factor = stable_iterations == 0 ? 1.5 : std::max(0.6, 1.1 - 0.1 * stable_iterations);
+      double factor = stable_iterations == 0 ? 1.5 : std::max(0.7, 1.1 - 0.1 * stable_iterations);
       if (previous_best_score != -kInfinity && best < previous_best_score - 30) factor *= 1.4;
       time_.scale_iteration_time(factor);
     }

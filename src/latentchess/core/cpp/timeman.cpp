@@ -2,7 +2,7 @@
 //
 // Invariants:
 // - Clocked search: the budget for this move is the clock shared over the moves still to play
-//   (moves-to-go, else 25), plus most of the increment; the hard limit allows up to 4x that when
+//   (moves-to-go, else 20), plus most of the increment; the hard limit allows up to 4x that when
 //   an iteration runs long but never more than a third of what is left beyond the overhead.
 #include "timeman.h"
 
@@ -20,7 +20,7 @@ TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start) : 
   }
   if (limits.time_left_ms >= 0) {
     const std::int64_t usable = std::max<std::int64_t>(1, limits.time_left_ms - overhead);
-    const int moves = limits.moves_to_go > 0 ? std::min(limits.moves_to_go, 50) : 25;
+    const int moves = limits.moves_to_go > 0 ? std::min(limits.moves_to_go, 50) : 20;
     std::int64_t budget = usable / moves + limits.increment_ms * 3 / 4;
     budget = std::min(budget, usable * 4 / 5);
     std::int64_t hard = std::min(budget * 4, usable / 3 + limits.increment_ms * 3 / 4);
