@@ -14,8 +14,8 @@ DEFAULT_ENGINE_SPEC = "ab"
 
 Measured on this project's Stockfish 15.1 ``UCI_Elo`` ladder (``benchmarks/results/ab_ladder/``)
 with the hand-crafted evaluation: 1965 [1902, 2028] at 50 ms/move, 2187 [2058, 2316] and 2232
-[2102, 2362] at 10+0.1; with the NNUE (:data:`DEFAULT_EVALUATOR`) 2366 [2297, 2435] at 10+0.1
-(``ab_ladder/nnue-v3-search/``), and it beats the hand-crafted evaluation at equal time
+[2102, 2362] at 10+0.1; with the NNUE (:data:`DEFAULT_EVALUATOR`) 2446 [2376, 2515] at 10+0.1
+(``ab_ladder/nnue-v4-timeman/``), and it beats the hand-crafted evaluation at equal time
 (``benchmarks/results/nnue_distil/``). The latent planner reached 1073 [849, 1296] at depth 6
 with the shipped GAB model (``benchmarks/results/depth_ladder/gab-micro/``), and no hybrid mode
 beat ``ab`` at equal time (``benchmarks/results/hybrid/``).
