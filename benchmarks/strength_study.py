@@ -129,6 +129,7 @@ def model_metrics(model_dir: Path) -> dict[str, Any]:
     training = config["training"]
     return {
         **config["metrics"],
+        "encoder": config["encoder"]["name"],
         "steps": training["steps_done"],
         "train_minutes": training["train_seconds"] / 60,
     }
@@ -184,9 +185,8 @@ def main() -> int:
     print(f"{len(positions)} single-good-move positions", file=sys.stderr)
     # The study's reference is the model shipped when it ran (micro-p1, 2000 steps, v0.1; the
     # shipped default is gab-micro since v0.2: pass that v0.1 directory as $LATENTCHESS_MODEL).
-    shipped = default_model_path()
-    encoder = json.loads((shipped / "config.json").read_text())["encoder"]["name"]
-    models = {f"default ({encoder}, {model_metrics(shipped)['steps']} steps)": shipped}
+    shipped = model_metrics(default_model_path())
+    models = {f"default ({shipped['encoder']}, {shipped['steps']} steps)": default_model_path()}
     models |= {name: args.runs / name / "model" for name in RUNS}
     results = {}
     for name, path in models.items():
