@@ -138,6 +138,41 @@ def test_native_searchmoves_and_move_orders() -> None:
     assert plain.nodes != counts[0]
 
 
+def test_time_spent_before_the_search_comes_out_of_its_budget() -> None:
+    # A move whose whole budget went to the proposer: the native time manager counts from the
+    # move's start, so it finishes the one iteration it always completes and stops.
+    board = chess.Board(POSITIONS[1])
+    ab = AlphaBetaEngine()
+    for limit in (
+        chess.engine.Limit(time=30.0),
+        chess.engine.Limit(white_clock=60.0, black_clock=60.0, white_inc=1.0, black_inc=1.0),
+    ):
+        outcome = ab.search(board, limit, spent_s=60.0)
+        assert outcome.best_move in board.legal_moves
+        assert outcome.info.depth == 1
+        assert outcome.time_s >= 30.0  # the move's time, the spent part included
+
+
+def test_order_mode_hands_alpha_beta_the_callers_clock(latent: LatentEngine) -> None:
+    # Under a clock, `order` searches with the caller's limit and the latent time as spent, so
+    # its alpha-beta budgets the move by the same time manager as `ab` alone.
+    engine = _hybrid(latent, mode="order")
+    seen: list[tuple[chess.engine.Limit, float]] = []
+    search = engine.alpha_beta.search
+
+    def spy(board: chess.Board, limit: chess.engine.Limit, **kwargs: object):  # type: ignore[no-untyped-def]
+        seen.append((limit, float(kwargs["spent_s"])))  # type: ignore[arg-type]
+        return search(board, limit, **kwargs)  # type: ignore[arg-type]
+
+    engine.alpha_beta.search = spy  # type: ignore[method-assign]
+    board = chess.Board(POSITIONS[1])
+    clock = chess.engine.Limit(white_clock=3.0, black_clock=3.0, white_inc=0.05, black_inc=0.05)
+    assert engine.play(board, clock) in board.legal_moves
+    limit, spent = seen[-1]
+    assert limit.white_clock == 3.0 and limit.white_inc == 0.05 and limit.time is None
+    assert spent > 0.0  # the proposer's and the ply-one orders' time
+
+
 def test_ply_one_orders_and_scorer_proposer_rank_by_score() -> None:
     board = chess.Board(POSITIONS[1])
 

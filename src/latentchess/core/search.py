@@ -229,6 +229,7 @@ class AlphaBeta:
         multipv: int = 1,
         infinite: bool = False,
         move_overhead_ms: int = 30,
+        spent_s: float = 0.0,
         stop: threading.Event | None = None,
         on_iteration: Callable[[SearchInfo], None] | None = None,
         search_moves: Sequence[chess.Move] | None = None,
@@ -243,6 +244,9 @@ class AlphaBeta:
             multipv: number of principal variations.
             infinite: search until ``stop`` (depth and nodes limits still apply).
             move_overhead_ms: time kept back from every clock for transmission and set-up.
+            spent_s: seconds this move already used before the search began (the hybrid's
+                latent proposer): the time manager counts the move's budget from its start, so
+                the search gets what is left of the same budget `ab` alone would have.
             stop: ends the search early when set (a :class:`StopSignal` at once, any other
                 event within about a thousand nodes).
             on_iteration: called after each completed iteration, on the searching thread.
@@ -257,6 +261,7 @@ class AlphaBeta:
         limits.multipv = max(1, int(multipv))
         limits.infinite = bool(infinite)
         limits.move_overhead_ms = max(0, int(move_overhead_ms))
+        limits.spent_ms = max(0, int(spent_s * 1000))
         for name in disabled_pruning:
             if name not in PRUNING:
                 raise EngineError(f"unknown pruning {name!r}; known: {', '.join(PRUNING)}")

@@ -186,6 +186,7 @@ class AlphaBetaEngine:
         stop: threading.Event | None = None,
         started: float | None = None,
         move_overhead_ms: int | None = None,
+        spent_s: float = 0.0,
         on_iteration: Callable[[SearchInfo], None] | None = None,
         search_moves: Sequence[chess.Move] | None = None,
         move_orders: Mapping[int, Sequence[chess.Move]] | None = None,
@@ -194,7 +195,7 @@ class AlphaBetaEngine:
 
         ``started`` (``time.monotonic()`` when the request arrived) charges the time already
         spent to the move overhead, so a late start never costs a game on time.
-        ``search_moves`` and ``move_orders`` are the hybrid engine's hooks (see
+        ``spent_s``, ``search_moves`` and ``move_orders`` are the hybrid engine's hooks (see
         :meth:`AlphaBeta.search`).
         """
         overhead = self.config.move_overhead_ms if move_overhead_ms is None else move_overhead_ms
@@ -206,6 +207,7 @@ class AlphaBetaEngine:
             multipv=multipv or self.config.multipv,
             infinite=infinite,
             move_overhead_ms=overhead,
+            spent_s=spent_s,
             stop=stop,
             on_iteration=on_iteration,
             search_moves=search_moves,

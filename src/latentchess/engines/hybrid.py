@@ -20,7 +20,9 @@ Modes (see :mod:`latentchess.search.hybrid` for the seams):
 ``order``
     The proposer's ranking orders the root, and one scorer batch ranks the replies to the
     proposer's first ``order_roots`` moves; alpha-beta searches every move, consulting these
-    orders at its first two plies (latent favourites tried earlier and reduced less).
+    orders at its first two plies (latent favourites tried earlier and reduced less). Under a
+    time limit alpha-beta gets the caller's limit with the latent time counted as spent, so the
+    native time manager budgets the move as it does for ``ab`` alone.
 ``horizon``
     :class:`~latentchess.search.hybrid.HorizonSearch`: full-width alpha-beta of ``depth`` plies
     (iterative deepening under the time limit) with latent leaf scores in batches.
@@ -375,9 +377,16 @@ class HybridEngine:
         from latentchess.core.board import Board
 
         orders[Board.from_chess(board).zobrist_key()] = [c.move for c in candidates]
-        remaining = None if seconds is None else max(0.002, started + seconds - time.monotonic())
+        # With a time limit, alpha-beta gets the caller's limit and the time already spent: the
+        # native time manager budgets the move exactly as it does for `ab` alone (clocks,
+        # increments, stopping early once the best move has settled), and the latent work
+        # comes out of that budget.
         outcome = self.alpha_beta.search(
-            board, self._ab_limit(limit, remaining), move_orders=orders
+            board,
+            self._ab_limit(limit, None) if seconds is None else limit,
+            move_orders=orders,
+            move_overhead_ms=config.move_overhead_ms,
+            spent_s=time.monotonic() - started,
         )
         assert outcome.best_move is not None
         return outcome.best_move, outcome

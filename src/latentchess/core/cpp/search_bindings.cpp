@@ -148,6 +148,7 @@ void bind_search(py::module_& module) {
       .def_readwrite("infinite", &SearchLimits::infinite)
       .def_readwrite("multipv", &SearchLimits::multipv)
       .def_readwrite("move_overhead_ms", &SearchLimits::move_overhead_ms)
+      .def_readwrite("spent_ms", &SearchLimits::spent_ms)
       // ---- hybrid additions: moves as 16-bit integers (latentchess.core.board.move_to_bits) ----
       .def_property(
           "search_moves",

@@ -10,7 +10,8 @@
 
 namespace latentchess::core {
 
-TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start) : start_(start) {
+TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start)
+    : start_(start - std::chrono::milliseconds(std::max<std::int64_t>(0, limits.spent_ms))) {
   if (limits.infinite) return;
   const std::int64_t overhead = std::max(0, limits.move_overhead_ms);
   if (limits.movetime_ms >= 0) {

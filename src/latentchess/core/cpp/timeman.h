@@ -1,8 +1,9 @@
 // Time management: how long one search may run, from the UCI limits.
 //
 // Invariants:
-// - All times are milliseconds of std::chrono::steady_clock, counted from `start`, which the
-//   caller sets to when the command arrived (so set-up time is charged to the search).
+// - All times are milliseconds of std::chrono::steady_clock, counted from `start` minus
+//   `spent_ms`: the move's start, so time used before the search (set-up, a latent proposer)
+//   is charged to the same budget.
 // - `hard_ms` is never more than the remaining clock minus the move overhead (never below 1 ms
 //   while a clock is given), so a search that stops at `hard_ms` cannot lose on time; `soft_ms`
 //   <= `hard_ms` is when no new iteration starts. Negative values mean "no limit".
@@ -29,6 +30,9 @@ struct SearchLimits {
   bool infinite = false;       // search until stopped (depth and nodes still apply)
   int multipv = 1;
   int move_overhead_ms = 30;
+  // Milliseconds this move already used before the search began (the hybrid's latent proposer):
+  // the budget is counted from the move's start, so the search gets what is left of it.
+  std::int64_t spent_ms = 0;
   // ---- hybrid additions (latent planning + alpha-beta; see CORE_API_CHANGES.md, "hybrid") ----
   // Non-empty: only these root moves are searched (UCI `go searchmoves`); illegal ones ignored.
   std::vector<Move> search_moves;
