@@ -18,7 +18,8 @@ with the hand-crafted evaluation: 1965 [1902, 2028] at 50 ms/move, 2187 [2058, 2
 (``ab_ladder/nnue-v4-timeman/``), and it beats the hand-crafted evaluation at equal time
 (``benchmarks/results/nnue_distil/``). The latent planner reached 1073 [849, 1296] at depth 6
 with the shipped GAB model (``benchmarks/results/depth_ladder/gab-micro/``), and no hybrid mode
-beat ``ab`` at equal time (``benchmarks/results/hybrid/``).
+beat ``ab`` at equal time (``benchmarks/results/hybrid/``; ``hybrid:mode=order``, the closest,
+-24 [-61, +13] at 10+0.1 with the shipped models, ``hybrid/nnue/gab-micro/``).
 Change it only with a ladder that says so.
 """
 
