@@ -33,7 +33,7 @@ struct SearchLimits {
   // Milliseconds this move already used before the search began (the hybrid's latent proposer):
   // the budget is counted from the move's start, so the search gets what is left of it.
   std::int64_t spent_ms = 0;
-  // ---- hybrid additions (latent planning + alpha-beta; see CORE_API_CHANGES.md, "hybrid") ----
+  // ---- hybrid additions (latent planning + alpha-beta; README "Hybrid", engines/hybrid.py) ----
   // Non-empty: only these root moves are searched (UCI `go searchmoves`); illegal ones ignored.
   std::vector<Move> search_moves;
   // External move orders by position key (best first), consulted at nodes of ply <= 2: listed
