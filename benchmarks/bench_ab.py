@@ -38,8 +38,8 @@ from typing import Any
 import chess
 import chess.engine
 
+from latentchess.core.alphabeta import AlphaBeta, StopSignal
 from latentchess.core.bench import bench_boards
-from latentchess.core.search import AlphaBeta, StopSignal
 from latentchess.engines.ab import AlphaBetaEngine
 
 REPO = Path(__file__).resolve().parents[1]

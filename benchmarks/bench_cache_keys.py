@@ -27,8 +27,8 @@ import numpy as np
 import torch
 
 import latentchess.search.tree as tree
+from latentchess.batch_keys import cache_keys, zobrist_hashes
 from latentchess.engines.latent import LatentEngine
-from latentchess.fastboard import cache_keys, zobrist_hashes
 from latentchess.models.io import load_model
 from latentchess.search import SearchConfig
 

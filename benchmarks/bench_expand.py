@@ -23,8 +23,8 @@ from pathlib import Path
 import chess
 import numpy as np
 
+from latentchess.batch_keys import tokenize_boards, zobrist_hashes
 from latentchess.core import Board
-from latentchess.fastboard import tokenize_boards, zobrist_hashes
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import chess
 import torch
 
-from latentchess.fastboard import tokenize_boards
+from latentchess.batch_keys import tokenize_boards
 from latentchess.models.io import default_model_path, load_model
 from latentchess.search import SearchConfig, Searcher, tree
 

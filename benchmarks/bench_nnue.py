@@ -156,7 +156,7 @@ def _random_games(games: int, plies: int, seed: int) -> tuple[list[str], list[li
 
 def evals(args: argparse.Namespace) -> dict[str, Any]:
     """Native evaluations/s along random games: incremental accumulators vs full refresh."""
-    from latentchess.nnue.native import load_network, native_module
+    from latentchess.core.nnue import load_network, native_module
 
     network = load_network(args.model)
     fens, games = _random_games(args.games, 120, seed=1)
@@ -210,9 +210,9 @@ def nodes(args: argparse.Namespace) -> dict[str, Any]:
 
 def equality(args: argparse.Namespace) -> dict[str, Any]:
     """The core's features against the Python reference on real positions (every block)."""
+    from latentchess.core.nnue import native_module
     from latentchess.nnue.dataset import _rows, parse_source
     from latentchess.nnue.features import parse_feature_set, position_features
-    from latentchess.nnue.native import native_module
 
     native = native_module()
     fs = parse_feature_set(args.features)

@@ -42,8 +42,8 @@ import chess.engine
 import numpy as np
 import torch
 
+from latentchess.batch_keys import tokenize_boards, zobrist_hashes
 from latentchess.engines.latent import LatentEngine
-from latentchess.fastboard import tokenize_boards, zobrist_hashes
 from latentchess.models import Encoder, get_config
 from latentchess.models.inference import LatentModel
 from latentchess.models.io import default_model_path, load_model

@@ -44,7 +44,7 @@ active() {  # active FEATURE_SET -> mean active features per perspective on 2,00
     .venv/bin/python - "$1" "$OUT/static-s0" <<'PY'
 import gzip, sys
 from pathlib import Path
-from latentchess.nnue.native import native_module
+from latentchess.core.nnue import native_module
 native = native_module()
 with gzip.open(sorted(Path(sys.argv[2]).glob("part-*.csv.gz"))[0], "rt") as rows:
     fens = [line.split(",")[0] for _, line in zip(range(2001), rows)][1:]

@@ -10,9 +10,9 @@ import chess.engine
 import chess.polyglot
 import pytest
 
-from latentchess.core import search as core_search
+from latentchess.core import alphabeta as core_search
+from latentchess.core.alphabeta import AlphaBeta, StopSignal, native_position
 from latentchess.core.bench import BENCH_POSITIONS, bench_boards, run_bench
-from latentchess.core.search import AlphaBeta, StopSignal, native_position
 from latentchess.engines.ab import AlphaBetaEngine
 from latentchess.engines.registry import create_engine
 from latentchess.errors import EngineError

@@ -17,11 +17,11 @@ import chess.polyglot
 import numpy as np
 import pytest
 
+from latentchess.batch_keys import tokenize_boards
 from latentchess.core import Board, board_tokens, tokenize_fens
 from latentchess.core.suite import cases_up_to
 from latentchess.encoding import tokenize, tokenize_batch
 from latentchess.errors import InvalidFenError
-from latentchess.fastboard import tokenize_boards
 
 # The shared data lives beside the checkout (<parent>/shared/), or beside a worktree's parent.
 _CSV_NAME = "shared/data/sf15-d9-eco-selfplay.csv.gz"

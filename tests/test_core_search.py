@@ -7,7 +7,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from latentchess.fastboard import zobrist_hashes
+from latentchess.batch_keys import zobrist_hashes
 from latentchess.search import SearchConfig, Searcher, SearchResult, tree
 
 POSITIONS = [

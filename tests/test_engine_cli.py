@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from latentchess.cli import main
+from latentchess.cli.terminal import parse_move, play_terminal, render
 from latentchess.engines.base import Engine
 from latentchess.engines.latent import (
     LatentEngine,
@@ -26,7 +27,6 @@ from latentchess.errors import EngineError
 from latentchess.models import Encoder, EncoderConfig
 from latentchess.models.inference import LatentModel
 from latentchess.models.io import save_model
-from latentchess.terminal import parse_move, play_terminal, render
 
 LATENT = ("--engine", "latent", "--model")
 """The latent engine is one option away from the default (``ab``)."""

@@ -181,7 +181,7 @@ def test_latent_view_key_follows_model_content(fp32_model: LatentModel) -> None:
 
 
 def test_command_precisions_match_the_model_layer() -> None:
+    from latentchess.cli.web import _PRECISIONS
     from latentchess.models.inference import PRECISIONS
-    from latentchess.web.cli import _PRECISIONS
 
     assert _PRECISIONS == PRECISIONS

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
+from latentchess.core.nnue import load_network, native_module, resolve_evaluator
 from latentchess.errors import EngineError
 from latentchess.nnue.features import parse_feature_set, position_features
 from latentchess.nnue.io import load_nnue, save_nnue
 from latentchess.nnue.model import Nnue, NnueConfig, quantised_forward
-from latentchess.nnue.native import load_network, native_module, resolve_evaluator
 
 # Positions where castling (both sides), en passant and promotions (with and without capture)
 # are legal, so random walks from them exercise every special move.

@@ -12,8 +12,8 @@ import pytest
 
 import latentchess.search.searcher as searcher_module
 import latentchess.search.tree as tree_module
+from latentchess.batch_keys import cache_keys, zobrist_hashes
 from latentchess.encoding import tokenize_batch
-from latentchess.fastboard import cache_keys, zobrist_hashes
 from latentchess.search import SearchConfig, Searcher, SearchResult
 
 MIDDLEGAME = "r2q1rk1/pp2bppp/2n1pn2/3p4/3P1B2/2PBPN2/PP1N1PPP/R2QK2R b KQ - 3 9"

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from latentchess.cli import build_parser
+from latentchess.cli.train import config_from_args
 from latentchess.training import train
 from latentchess.training.checkpoint import load_checkpoint
-from latentchess.training.cli import config_from_args
 from latentchess.training.curves import read_metrics
 from training_fixtures import synthetic_cache
 

@@ -95,10 +95,6 @@ class MoveExplanation:
         sign = 1.0 if self.mover == chess.WHITE else -1.0
         return sign * (self.score_after - self.score_before)
 
-    def by_square(self) -> dict[str, float]:
-        """Contribution per square name (the board before the move)."""
-        return {p.square_name: p.contribution for p in self.pieces}
-
 
 def parse_position_and_move(fen: str, move: str) -> tuple[chess.Board, chess.Move]:
     """Validate a FEN and a legal move in it (UCI or SAN).

@@ -1,5 +1,5 @@
 """The native core: a C++ chess board (bitboards, legal move generation, perft, Zobrist keys,
-77-token encoding), the alpha-beta search (:mod:`latentchess.core.search`) and the HCE and NNUE
+77-token encoding), the alpha-beta search (:mod:`latentchess.core.alphabeta`) and the HCE and NNUE
 evaluations, built as the pybind11 extension ``latentchess.core._native``.
 
 Python stays the project's language; this package is the typed wrapper around the hot loop.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import chess
 import chess.engine
 
-from latentchess.core.search import AlphaBeta
+from latentchess.core.alphabeta import AlphaBeta
 
 __all__ = ["BENCH_POSITIONS", "DEFAULT_BENCH_DEPTH", "BenchResult", "bench_boards", "run_bench"]
 

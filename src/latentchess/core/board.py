@@ -106,10 +106,6 @@ class Board:
         clone._position = self._position.copy()
         return clone
 
-    def to_chess(self) -> chess.Board:
-        """A :class:`chess.Board` of the current position (without the history)."""
-        return chess.Board(self.fen())
-
     # -- position ----------------------------------------------------------------------------
 
     def fen(self) -> str:

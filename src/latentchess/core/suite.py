@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["PerftCase", "PerftOutcome", "PERFT_SUITE", "cases_up_to", "run_suite"]
+__all__ = ["PerftCase", "PerftOutcome", "PERFT_SUITE", "cases_up_to", "run_suite", "format_divide"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,3 +145,11 @@ def run_suite(
         if on_result is not None:
             on_result(outcome)
     return outcomes
+
+
+def format_divide(divide: dict[str, int]) -> list[str]:
+    """Stockfish's ``go perft`` output lines: ``move: nodes`` ..., blank, ``Nodes searched: N``."""
+    return [f"{move}: {nodes}" for move, nodes in divide.items()] + [
+        "",
+        f"Nodes searched: {sum(divide.values())}",
+    ]

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import chess
 import chess.engine
 
-from latentchess.core.search import PRUNING, AlphaBeta, SearchInfo, SearchOutcome
+from latentchess.core.alphabeta import PRUNING, AlphaBeta, SearchInfo, SearchOutcome
+from latentchess.core.nnue import resolve_evaluator
 from latentchess.engines.base import Analysis, MoveScore
 from latentchess.engines.default import DEFAULT_EVALUATOR
 from latentchess.errors import EngineError
-from latentchess.nnue.native import resolve_evaluator
 
 __all__ = ["AlphaBetaConfig", "AlphaBetaEngine"]
 

@@ -135,11 +135,6 @@ class ExternalEngine:
     # --- options -----------------------------------------------------------------------------
 
     @property
-    def id_name(self) -> str:
-        """The engine's self-reported name (``id name`` / ``myname``)."""
-        return str(self._engine.id.get("name", "?"))
-
-    @property
     def declared_options(self) -> Mapping[str, chess.engine.Option]:
         """Options the engine declared, by their exact names."""
         return self._engine.options

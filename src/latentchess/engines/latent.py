@@ -22,9 +22,9 @@ import chess.engine
 import numpy as np
 import numpy.typing as npt
 
+from latentchess.batch_keys import tokenize_boards
 from latentchess.engines.base import Analysis, MoveScore
 from latentchess.errors import EngineError
-from latentchess.fastboard import tokenize_boards
 from latentchess.provenance import note_model
 from latentchess.search import (
     MAX_DEPTH,

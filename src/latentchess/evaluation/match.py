@@ -32,7 +32,7 @@ import chess.pgn
 
 from latentchess.engines.base import Engine
 from latentchess.errors import DataFormatError, LatentChessError
-from latentchess.evaluation.elo import EloDiff, GameOutcome, score_elo
+from latentchess.evaluation.elo import EloDiff, score_elo
 from latentchess.evaluation.game import (
     Adjudication,
     GameRecord,
@@ -410,8 +410,3 @@ def _resume(
                 opening=h.get("Opening", ""),
             )
     return done
-
-
-def games_to_outcomes(games: Sequence[GameRecord]) -> list[GameOutcome]:
-    """Outcomes of game records, for :func:`latentchess.evaluation.elo.fit_bayeselo`."""
-    return [game.outcome() for game in games]

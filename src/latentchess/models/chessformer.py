@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from latentchess.squares import POLICY_SIZE, feature_size
+from latentchess.squares import feature_size
 
 __all__ = [
     "ChessformerConfig",
@@ -322,12 +322,6 @@ class Chessformer(nn.Module):
         self, features: Tensor, self_elo: Tensor, oppo_elo: Tensor
     ) -> tuple[Tensor, Tensor]:
         return self.heads_from_trunk(self.trunk(features, self_elo, oppo_elo))
-
-
-def masked_policy(policy: Tensor, legal: Tensor) -> Tensor:
-    """Policy logits with illegal moves at -inf (``legal``: (B, 4352) booleans)."""
-    assert policy.shape[-1] == POLICY_SIZE
-    return policy.masked_fill(~legal, float("-inf"))
 
 
 def parameter_count(model: nn.Module) -> int:

@@ -26,6 +26,7 @@ import numpy.typing as npt
 import torch
 from safetensors.numpy import load_file, save_file
 
+from latentchess.core.nnue import default_nnue_path, is_nnue_dir
 from latentchess.errors import ModelFileError
 from latentchess.nnue.model import (
     L1_SCALE,
@@ -41,12 +42,6 @@ __all__ = ["NnueModel", "save_nnue", "load_nnue", "is_nnue_dir", "default_nnue_p
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
-_PACKAGE_WEIGHTS = Path(__file__).resolve().parents[1] / "weights"
-
-
-def default_nnue_path() -> Path:
-    """The shipped network, ``latentchess/weights/nnue-default``."""
-    return _PACKAGE_WEIGHTS / "nnue-default"
 
 
 @dataclass
@@ -57,15 +52,6 @@ class NnueModel:
     network: Nnue
     quantised: dict[str, npt.NDArray[Any]]
     metadata: dict[str, Any]
-
-
-def is_nnue_dir(path: str | Path) -> bool:
-    """Whether ``path`` is a model directory of kind ``nnue``."""
-    file = Path(path) / CONFIG_FILE
-    try:
-        return json.loads(file.read_text()).get("kind") == "nnue"
-    except (OSError, ValueError, AttributeError):
-        return False
 
 
 def save_nnue(path: str | Path, network: Nnue, metadata: dict[str, Any]) -> Path:

@@ -28,7 +28,7 @@ mate among a node's children is always found even when the static scores would p
 
 Static scores are kept in an :class:`EmbeddingCache` keyed by everything the model reads: the
 Polyglot Zobrist hash (pieces, castling rights, the en-passant file, the side to move) extended by
-the halfmove clock and the move number (:func:`latentchess.fastboard.cache_keys`), so a position
+the halfmove clock and the move number (:func:`latentchess.batch_keys.cache_keys`), so a position
 reached with other clocks is scored afresh, as the tokens differ. Repetitions and move hints use
 the plain Zobrist hash.
 
@@ -38,7 +38,7 @@ deepening under time, node and stop limits), ``hybrid`` (the seams where the lat
 the native alpha-beta: ``BatchScorer``, ``CandidateProposer``, ply-1 move orders and the
 latent-leaf horizon search; imported on its own, as it needs the native core), ``policy`` (a
 Chessformer policy as the root-move prior of the latent and hybrid searches, ``policy=human``).
-The native alpha-beta search is not here: it is C++ (:mod:`latentchess.core.search`).
+The native alpha-beta search is not here: it is C++ (:mod:`latentchess.core.alphabeta`).
 """
 
 from latentchess.search.base import (

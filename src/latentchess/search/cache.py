@@ -15,7 +15,7 @@ class EmbeddingCache:
 
     It stores what the search needs from an embedding (its projection on the axis, one float)
     rather than the vector: about 220 bytes a position, so a million fit in ~220 MB. The search
-    keys it with :func:`latentchess.fastboard.cache_keys` (the Polyglot Zobrist hash extended by
+    keys it with :func:`latentchess.batch_keys.cache_keys` (the Polyglot Zobrist hash extended by
     the halfmove clock and move number, everything the model's tokens show). It survives across
     the moves of a game; hits and misses are counted over its lifetime.
     """

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import chess
 
-from latentchess.fastboard import zobrist_hashes
+from latentchess.batch_keys import zobrist_hashes
 from latentchess.search.base import (
     MATE_VALUE,
     MAX_DEPTH,

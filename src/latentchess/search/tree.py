@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import chess
 import numpy as np
 
+from latentchess.batch_keys import clock_cache_keys, zobrist_hashes
 from latentchess.core import Board as NativeBoard
-from latentchess.fastboard import clock_cache_keys, zobrist_hashes
 from latentchess.search.base import MATE_VALUE, RootMove, SearchResult
 from latentchess.search.cache import DRAWN, MATED, NORMAL
 

@@ -1,7 +1,7 @@
 """Training: the shared loop (``loop``) and its objectives (``objectives.supcon``: the SOLIS
 encoder; ``objectives.chessformer``), the SupCon loss (``losses``), positives, the advantage axis.
 
-Names are imported on first use (PEP 562), so ``latentchess.training.cli`` stays light.
+Names are imported on first use (PEP 562), so ``latentchess.cli.train`` stays light.
 """
 
 from __future__ import annotations

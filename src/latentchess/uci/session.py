@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 import chess
 import chess.engine
 
-from latentchess.fastboard import tokenize_boards
+from latentchess.batch_keys import tokenize_boards
 from latentchess.search import MAX_DEPTH, SearchConfig, SearchResult
 from latentchess.uci.protocol import (
     ENGINE_AUTHOR,
@@ -496,7 +496,7 @@ class UciSession:
     def _perft(self, depth: int) -> None:
         """``go perft N``: leaf counts per move, a blank line, ``Nodes searched``, as Stockfish."""
         from latentchess.core import Board
-        from latentchess.core.cli import format_divide
+        from latentchess.core.suite import format_divide
 
         assert self.board is not None
         if depth == 0:

@@ -151,7 +151,7 @@ class SpecSession(UciSession):
 
     def _new_stop_event(self) -> threading.Event:
         if hasattr(self._spec_engine, "search") and hasattr(self._spec_engine, "set_hash"):
-            from latentchess.core.search import StopSignal
+            from latentchess.core.alphabeta import StopSignal
 
             return StopSignal()  # reaches the native search at once
         return threading.Event()

@@ -28,8 +28,8 @@ from torch import Tensor, nn
 
 from latentchess.data.moves import MoveData, batch_features, read_csv_moves, read_pgn_moves
 from latentchess.errors import LatentChessError
-from latentchess.evaluation.human import band_accuracy, select_rows
 from latentchess.models.chessformer import Chessformer, ChessformerConfig
+from latentchess.models.chessformer_human import band_accuracy, select_rows
 from latentchess.models.chessformer_io import save_chessformer
 from latentchess.squares import POLICY_SIZE
 from latentchess.training.data import AnchorOrder, step_rng

@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _run(args: argparse.Namespace) -> int:
-    from latentchess.evaluation.human import evaluate_human, write_json
+    from latentchess.models.chessformer_human import evaluate_human, write_json
 
     result = evaluate_human(
         args.games,

@@ -18,19 +18,19 @@ from latentchess.errors import LatentChessError
 __all__ = ["main", "build_parser"]
 
 _COMMAND_MODULES = (
-    "latentchess.data.cli",
-    "latentchess.training.cli",
-    "latentchess.training.objectives.cli",
-    "latentchess.nnue.cli",
-    "latentchess.models.cli",
-    "latentchess.models.chessformer_cli",
-    "latentchess.engines.cli",
-    "latentchess.evaluation.cli",
-    "latentchess.evaluation.human_cli",
-    "latentchess.plots.cli",
-    "latentchess.demo",
-    "latentchess.core.cli",
-    "latentchess.web.cli",
+    "latentchess.cli.data",
+    "latentchess.cli.train",
+    "latentchess.cli.train_objectives",
+    "latentchess.cli.nnue",
+    "latentchess.cli.models",
+    "latentchess.cli.chessformer",
+    "latentchess.cli.engines",
+    "latentchess.cli.evaluation",
+    "latentchess.cli.human",
+    "latentchess.cli.plots",
+    "latentchess.cli.demo",
+    "latentchess.cli.perft",
+    "latentchess.cli.web",
 )
 
 

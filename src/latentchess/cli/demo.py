@@ -314,7 +314,7 @@ def _latent_view(
 
 def _trajectory(model: LatentModel, latent: Any, game_board: chess.Board) -> None:
     """The game just played along the advantage axis: the model's P(White wins) every 8 plies."""
-    from latentchess.fastboard import tokenize_boards
+    from latentchess.batch_keys import tokenize_boards
 
     replay = chess.Board()
     boards = [replay.copy(stack=False)]

@@ -1,4 +1,7 @@
-"""The native core's NNUE from Python: network loading, features and evaluator names.
+"""The native core's NNUE from Python: where networks live, loading, features, evaluator names.
+
+This module is light (no torch): the alpha-beta engine and ``latentchess uci`` read networks
+through it; training and export live in :mod:`latentchess.nnue`.
 
 The search takes its evaluator by name (``SearchEngine(name, hash_mb)``); an NNUE is named
 ``nnue:ABSOLUTE_MODEL_DIR``, which the core loads from ``model.safetensors``.
@@ -7,6 +10,7 @@ The search takes its evaluator by name (``SearchEngine(name, hash_mb)``); an NNU
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +19,8 @@ import chess
 from latentchess.errors import EngineError
 
 __all__ = [
+    "default_nnue_path",
+    "is_nnue_dir",
     "BUILTIN_EVALUATORS",
     "native_module",
     "resolve_evaluator",
@@ -23,6 +29,22 @@ __all__ = [
 ]
 
 BUILTIN_EVALUATORS = ("hce", "pesto")
+
+_PACKAGE_WEIGHTS = Path(__file__).resolve().parents[1] / "weights"
+
+
+def default_nnue_path() -> Path:
+    """The shipped network, ``latentchess/weights/nnue-default``."""
+    return _PACKAGE_WEIGHTS / "nnue-default"
+
+
+def is_nnue_dir(path: str | Path) -> bool:
+    """Whether ``path`` is a model directory of kind ``nnue`` (its ``config.json`` says so)."""
+    file = Path(path) / "config.json"
+    try:
+        return json.loads(file.read_text()).get("kind") == "nnue"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def native_module() -> Any:
@@ -39,8 +61,6 @@ def resolve_evaluator(name: str) -> str:
     Raises:
         EngineError: an unknown name, or a directory that is not an NNUE model.
     """
-    from latentchess.nnue.io import default_nnue_path, is_nnue_dir
-
     if name in BUILTIN_EVALUATORS:
         return name
     path = default_nnue_path() if name == "nnue" else Path(name).expanduser()
@@ -57,8 +77,6 @@ def resolve_evaluator(name: str) -> str:
 
 def load_network(path: str | Path | None = None) -> Any:
     """The core's quantised network from a model directory (``None``: the shipped one)."""
-    from latentchess.nnue.io import default_nnue_path
-
     path = default_nnue_path() if path is None else Path(path)
     try:
         return native_module().NnueNetwork.load(str(path))

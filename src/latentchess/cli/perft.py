@@ -13,7 +13,7 @@ import time
 
 from latentchess.argtypes import non_negative_int, positive_int
 
-__all__ = ["register", "format_divide"]
+__all__ = ["register"]
 
 START_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 
@@ -46,16 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     perft.set_defaults(func=_perft)
 
 
-def format_divide(divide: dict[str, int]) -> list[str]:
-    """Stockfish's ``go perft`` output lines: ``move: nodes`` ..., blank, ``Nodes searched: N``."""
-    return [f"{move}: {nodes}" for move, nodes in divide.items()] + [
-        "",
-        f"Nodes searched: {sum(divide.values())}",
-    ]
-
-
 def _perft(args: argparse.Namespace) -> int:
     from latentchess.core import Board
+    from latentchess.core.suite import format_divide
 
     if args.suite:
         return _suite(args.max_nodes)

@@ -190,12 +190,12 @@ class AlphaBeta:
 
     Args:
         evaluator: one of :data:`EVALUATORS`, ``nnue`` (the shipped network) or an NNUE model
-            directory (see :func:`latentchess.nnue.native.resolve_evaluator`).
+            directory (see :func:`latentchess.core.nnue.resolve_evaluator`).
         hash_mb: transposition table size in MB.
     """
 
     def __init__(self, evaluator: str = "hce", *, hash_mb: int = 16) -> None:
-        from latentchess.nnue.native import resolve_evaluator
+        from latentchess.core.nnue import resolve_evaluator
 
         native_name = resolve_evaluator(evaluator)  # hce, pesto, nnue, an NNUE model dir
         if hash_mb < 1:

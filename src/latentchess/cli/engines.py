@@ -474,7 +474,7 @@ def _analyse(args: argparse.Namespace) -> int:
 def _play(args: argparse.Namespace) -> int:
     import chess
 
-    from latentchess.terminal import play_terminal
+    from latentchess.cli.terminal import play_terminal
 
     board = chess.Board()
     if args.fen:

@@ -8,8 +8,8 @@ import chess
 import chess.polyglot
 import numpy as np
 
+from latentchess.batch_keys import bitboards, tokenize_boards, zobrist_hashes
 from latentchess.encoding import tokenize_batch
-from latentchess.fastboard import bitboards, tokenize_boards, zobrist_hashes
 
 SPECIAL = [
     chess.STARTING_FEN,
