@@ -3,6 +3,10 @@
 // Invariants:
 // - negamax(alpha, beta, depth, ply) returns a fail-soft score: <= alpha means "at most",
 //   >= beta means "at least"; PV nodes are those with beta - alpha > 1.
+// - One move loop searches every node, the root included (NodeType::Root): the root takes its
+//   moves from root_moves_ instead of a move picker, decides nothing before them (table
+//   cut-off, evaluation, pruning, extensions), searches them all to the full depth, records
+//   them in root_moves_ and leaves the table and the history as they are.
 // - Every do_move is paired with undo_move on all paths, including stops: after an interrupted
 //   search the position and the evaluator are back at the root.
 // - Pruning (null move, reverse futility, futility, late-move pruning, SEE pruning) never
@@ -14,6 +18,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "bitboard.h"
 #include "see.h"
@@ -218,9 +223,9 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
       root.previous_score = root.score;
       root.score = -kInfinity;
     }
-    for (int pv_index = 0; pv_index < lines && !stopped_; ++pv_index) {
+    for (pv_index_ = 0; pv_index_ < lines && !stopped_; ++pv_index_) {
       seldepth_ = 0;
-      const int previous = root_moves_[pv_index].previous_score;
+      const int previous = root_moves_[pv_index_].previous_score;
       int delta = 20;
       int alpha = -kInfinity, beta = kInfinity;
       if (depth >= 4 && previous > -kInfinity && !is_mate_score(previous)) {
@@ -228,8 +233,8 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
         beta = std::min(previous + delta, kInfinity);
       }
       while (true) {
-        const int score = search_root(alpha, beta, depth, pv_index);
-        std::stable_sort(root_moves_.begin() + pv_index, root_moves_.end(),
+        const int score = negamax<NodeType::Root>(alpha, beta, depth, 0, false);
+        std::stable_sort(root_moves_.begin() + pv_index_, root_moves_.end(),
                          [](const RootMove& a, const RootMove& b) { return a.score > b.score; });
         if (stopped_) break;
         if (score <= alpha) {
@@ -242,7 +247,7 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
         }
         delta += delta / 2 + 5;
       }
-      std::stable_sort(root_moves_.begin(), root_moves_.begin() + pv_index + 1,
+      std::stable_sort(root_moves_.begin(), root_moves_.begin() + pv_index_ + 1,
                        [](const RootMove& a, const RootMove& b) { return a.score > b.score; });
     }
     if (stopped_) {
@@ -314,69 +319,29 @@ IterationReport Search::report(int depth, int lines) const {
   return report;
 }
 
-int Search::search_root(int alpha, int beta, int depth, int pv_index) {
-  int best = -kInfinity;
-  const bool in_check = position_.in_check();
-  const int search_depth = depth + (in_check ? 1 : 0);
-  for (std::size_t i = pv_index; i < root_moves_.size(); ++i) {
-    RootMove& root = root_moves_[i];
-    const Move move = root.move;
-    plies_[0].current = move;
-    plies_[0].slot = slot_of(move);
-    pv_length_[1] = 0;
-    do_move(move);
-    int score = 0;
-    if (i == static_cast<std::size_t>(pv_index)) {
-      score = -negamax(-beta, -alpha, search_depth - 1, 1, false);
-    } else {
-      int reduction = 0;
-      if (depth >= 3 && i > static_cast<std::size_t>(pv_index) + 3 && !is_tactical(position_, move) &&
-          !position_.in_check()) {
-        reduction = 1;
-      }
-      score = -negamax(-alpha - 1, -alpha, search_depth - 1 - reduction, 1, true);
-      if (score > alpha && reduction > 0) {
-        score = -negamax(-alpha - 1, -alpha, search_depth - 1, 1, true);
-      }
-      if (score > alpha && score < beta) {
-        score = -negamax(-beta, -alpha, search_depth - 1, 1, false);
-      }
-    }
-    undo_move();
-    if (stopped_) return best;
-
-    if (score > alpha || i == static_cast<std::size_t>(pv_index)) {
-      root.score = score;
-      root.bound = score >= beta ? Bound::Lower : score <= alpha ? Bound::Upper : Bound::Exact;
-      root.pv.assign(1, move);
-      for (int k = 0; k < pv_length_[1]; ++k) root.pv.push_back(pv_table_[1][k]);
-      if (score <= alpha) root.score = -kInfinity;  // failed low: order kept, not a result
-    }
-    if (score > best) best = score;
-    if (score > alpha) {
-      alpha = score;
-      if (score >= beta) break;
-    }
-  }
-  return best;
-}
-
 // -- the main search ----------------------------------------------------------------------------
 
+template <Search::NodeType node_type>
 int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
+  constexpr bool root_node = node_type == NodeType::Root;
   const bool pv_node = beta - alpha > 1;
+  // The root's window is the aspiration window (never a null window) and its depth the
+  // iteration's.
+  assert(!root_node || (pv_node && ply == 0 && !cut_node && depth == root_depth_));
   pv_length_[ply] = 0;
-  if (should_stop()) return 0;
-  ++nodes_;
-  if (ply > seldepth_) seldepth_ = ply;
+  if constexpr (!root_node) {
+    if (should_stop()) return 0;
+    ++nodes_;
+    if (ply > seldepth_) seldepth_ = ply;
 
-  if (is_draw()) return kDraw;
-  if (ply >= kMaxPly) return evaluator_.evaluate(position_);
+    if (is_draw()) return kDraw;
+    if (ply >= kMaxPly) return evaluator_.evaluate(position_);
 
-  // Mate distance pruning: no line from here can beat a shorter mate already in hand.
-  alpha = std::max(alpha, -kMate + ply);
-  beta = std::min(beta, kMate - ply - 1);
-  if (alpha >= beta) return alpha;
+    // Mate distance pruning: no line from here can beat a shorter mate already in hand.
+    alpha = std::max(alpha, -kMate + ply);
+    beta = std::min(beta, kMate - ply - 1);
+    if (alpha >= beta) return alpha;
+  }
 
   const bool in_check = position_.in_check();
   if (in_check) ++depth;  // check extension
@@ -386,103 +351,127 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   }
 
   const std::uint64_t key = position_.key();
-  const ProbeResult entry = table_.probe(key);
+  const Color us = position_.side_to_move();
   // A singular-extension verification searches this node again without one move: the table's
   // score (which includes that move) may neither cut it off nor be overwritten by it.
   const Move excluded = plies_[ply].excluded;
   Move table_move = Move::none();
-  if (entry.hit && entry.move != Move::none() && position_.is_pseudo_legal(entry.move) &&
-      position_.is_legal(entry.move)) {
-    table_move = entry.move;
-  }
-  if (entry.hit && !pv_node && excluded == Move::none() && entry.depth >= depth) {
-    const int score = score_from_table(entry.score, ply);
-    if (entry.bound == Bound::Exact || (entry.bound == Bound::Lower && score >= beta) ||
-        (entry.bound == Bound::Upper && score <= alpha)) {
-      return score;
-    }
-  }
-
-  int static_eval = 0;
-  if (in_check) {
-    static_eval = -kInfinity;
-  } else if (entry.hit && std::abs(entry.static_eval) < kEvaluationBound) {
-    static_eval = entry.static_eval;
-  } else {
-    static_eval = evaluator_.evaluate(position_);
-  }
-  plies_[ply].static_eval = static_eval;
-  const bool improving =
-      !in_check && ply >= 2 && plies_[ply - 2].static_eval != -kInfinity &&
-      static_eval > plies_[ply - 2].static_eval;
-  plies_[ply + 1].killers[0] = plies_[ply + 1].killers[1] = Move::none();
-
-  // The table's score is a better guess than the static evaluation where its bound points
-  // past it (the pruning decisions below use it; `improving` stays on static evaluations).
-  int eval = static_eval;
-  if (!in_check && entry.hit && entry.depth > 0 && excluded == Move::none()) {
-    const int table_score = score_from_table(entry.score, ply);
-    if (!is_mate_score(table_score) &&
-        (entry.bound == Bound::Exact || (entry.bound == Bound::Lower && table_score > eval) ||
-         (entry.bound == Bound::Upper && table_score < eval))) {
-      eval = table_score;
-    }
-  }
-
-  const Color us = position_.side_to_move();
-  if (!pv_node && !in_check && !is_mate_score(beta)) {
-    // Reverse futility: far above beta at low depth, a quiet move will not bring it back.
-    if (limits_.reverse_futility_pruning && depth <= 6 && eval - 85 * (depth - improving) >= beta) {
-      return eval;
-    }
-
-    // Null move: if passing still holds beta, a real move would too (not in zugzwang-prone
-    // pawn endings).
-    if (depth >= 3 && eval >= beta && !plies_[ply - 1].null_move && excluded == Move::none() &&
-        has_non_pawn_material(us)) {
-      const int reduction = 3 + depth / 4 + std::min(3, (eval - beta) / 200);
-      plies_[ply].current = Move::none();
-      plies_[ply].slot = -1;
-      plies_[ply].null_move = true;
-      do_null_move();
-      const int score = -negamax(-beta, -beta + 1, depth - 1 - reduction, ply + 1, !cut_node);
-      undo_null_move();
-      plies_[ply].null_move = false;
-      if (stopped_) return 0;
-      if (score >= beta) return is_mate_score(score) ? beta : score;
-    }
-  }
-  // Internal iterative reduction: without a table move this node was never searched well.
-  if (table_move == Move::none() && depth >= 6 && (pv_node || cut_node)) --depth;
-
-  // Singular extension: is the table move the only good one? Search the others at half depth
-  // against a bound just under its score; if all fail low it is extended one ply. If even
-  // without it the node holds a bound at or above beta, several moves do: cut (multi-cut).
+  int static_eval = -kInfinity;
+  int eval = -kInfinity;
+  bool improving = false;
   int singular_extension = 0;
-  if (limits_.singular_extensions && ply > 0 && depth >= 7 && table_move != Move::none() &&
-      excluded == Move::none() && entry.depth >= depth - 3 &&
-      (entry.bound == Bound::Lower || entry.bound == Bound::Exact) &&
-      ply < 2 * root_depth_) {
-    const int table_score = score_from_table(entry.score, ply);
-    if (!is_mate_score(table_score)) {
-      const int singular_beta = table_score - 2 * depth;
-      plies_[ply].excluded = table_move;
-      const int score =
-          negamax(singular_beta - 1, singular_beta, (depth - 1) / 2, ply, cut_node);
-      plies_[ply].excluded = Move::none();
-      if (stopped_) return 0;
-      if (score < singular_beta) {
-        singular_extension = 1;
-      } else if (singular_beta >= beta) {
-        return singular_beta;
+
+  // Before the moves: the table, the evaluation, pruning and the singular extension. The root
+  // has none of it: run() ordered its moves, nothing may cut it off, and it leaves the table,
+  // the static evaluations of the plies and the killers one ply down as they are.
+  if constexpr (!root_node) {
+    const ProbeResult entry = table_.probe(key);
+    if (entry.hit && entry.move != Move::none() && position_.is_pseudo_legal(entry.move) &&
+        position_.is_legal(entry.move)) {
+      table_move = entry.move;
+    }
+    if (entry.hit && !pv_node && excluded == Move::none() && entry.depth >= depth) {
+      const int score = score_from_table(entry.score, ply);
+      if (entry.bound == Bound::Exact || (entry.bound == Bound::Lower && score >= beta) ||
+          (entry.bound == Bound::Upper && score <= alpha)) {
+        return score;
+      }
+    }
+
+    if (in_check) {
+      static_eval = -kInfinity;
+    } else if (entry.hit && std::abs(entry.static_eval) < kEvaluationBound) {
+      static_eval = entry.static_eval;
+    } else {
+      static_eval = evaluator_.evaluate(position_);
+    }
+    plies_[ply].static_eval = static_eval;
+    improving = !in_check && ply >= 2 && plies_[ply - 2].static_eval != -kInfinity &&
+                static_eval > plies_[ply - 2].static_eval;
+    plies_[ply + 1].killers[0] = plies_[ply + 1].killers[1] = Move::none();
+
+    // The table's score is a better guess than the static evaluation where its bound points
+    // past it (the pruning decisions below use it; `improving` stays on static evaluations).
+    eval = static_eval;
+    if (!in_check && entry.hit && entry.depth > 0 && excluded == Move::none()) {
+      const int table_score = score_from_table(entry.score, ply);
+      if (!is_mate_score(table_score) &&
+          (entry.bound == Bound::Exact || (entry.bound == Bound::Lower && table_score > eval) ||
+           (entry.bound == Bound::Upper && table_score < eval))) {
+        eval = table_score;
+      }
+    }
+
+    if (!pv_node && !in_check && !is_mate_score(beta)) {
+      // Reverse futility: far above beta at low depth, a quiet move will not bring it back.
+      if (limits_.reverse_futility_pruning && depth <= 6 &&
+          eval - 85 * (depth - improving) >= beta) {
+        return eval;
+      }
+
+      // Null move: if passing still holds beta, a real move would too (not in zugzwang-prone
+      // pawn endings).
+      if (depth >= 3 && eval >= beta && !plies_[ply - 1].null_move && excluded == Move::none() &&
+          has_non_pawn_material(us)) {
+        const int reduction = 3 + depth / 4 + std::min(3, (eval - beta) / 200);
+        plies_[ply].current = Move::none();
+        plies_[ply].slot = -1;
+        plies_[ply].null_move = true;
+        do_null_move();
+        const int score = -negamax<NodeType::Interior>(-beta, -beta + 1, depth - 1 - reduction,
+                                                       ply + 1, !cut_node);
+        undo_null_move();
+        plies_[ply].null_move = false;
+        if (stopped_) return 0;
+        if (score >= beta) return is_mate_score(score) ? beta : score;
+      }
+    }
+    // Internal iterative reduction: without a table move this node was never searched well.
+    if (table_move == Move::none() && depth >= 6 && (pv_node || cut_node)) --depth;
+
+    // Singular extension: is the table move the only good one? Search the others at half depth
+    // against a bound just under its score; if all fail low it is extended one ply. If even
+    // without it the node holds a bound at or above beta, several moves do: cut (multi-cut).
+    if (limits_.singular_extensions && depth >= 7 && table_move != Move::none() &&
+        excluded == Move::none() && entry.depth >= depth - 3 &&
+        (entry.bound == Bound::Lower || entry.bound == Bound::Exact) &&
+        ply < 2 * root_depth_) {
+      const int table_score = score_from_table(entry.score, ply);
+      if (!is_mate_score(table_score)) {
+        const int singular_beta = table_score - 2 * depth;
+        plies_[ply].excluded = table_move;
+        const int score = negamax<NodeType::Interior>(singular_beta - 1, singular_beta,
+                                                      (depth - 1) / 2, ply, cut_node);
+        plies_[ply].excluded = Move::none();
+        if (stopped_) return 0;
+        if (score < singular_beta) {
+          singular_extension = 1;
+        } else if (singular_beta >= beta) {
+          return singular_beta;
+        }
       }
     }
   }
 
+  // The moves in order: at the root, the root moves from the line in progress on (MultiPV), as
+  // run() and the last iteration sorted them; elsewhere the move picker's.
   const QuietContext context = quiet_context(ply);
-  MovePicker picker(position_, MovePicker::Kind::All, table_move, plies_[ply].killers,
-                    history_.butterfly, external_order(ply), &context);
-  if (picker.size() == 0) return in_check ? -kMate + ply : kDraw;
+  std::optional<MovePicker> picker;
+  std::size_t next_root_move = pv_index_;
+  if constexpr (!root_node) {
+    picker.emplace(position_, MovePicker::Kind::All, table_move, plies_[ply].killers,
+                   history_.butterfly, external_order(ply), &context);
+    if (picker->size() == 0) return in_check ? -kMate + ply : kDraw;
+  }
+  int order_score = 0;
+  const auto next_move = [&]() {
+    if constexpr (root_node) {
+      return next_root_move < root_moves_.size() ? root_moves_[next_root_move++].move
+                                                 : Move::none();
+    } else {
+      return picker->next(&order_score);
+    }
+  };
 
   const int original_alpha = alpha;
   int best = -kInfinity;
@@ -491,9 +480,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   int quiet_count = 0;
   int quiets_pruned = 0;
   int move_number = 0;
-  int order_score = 0;
-  for (Move move = picker.next(&order_score); move != Move::none();
-       move = picker.next(&order_score)) {
+  for (Move move = next_move(); move != Move::none(); move = next_move()) {
     if (move == excluded) continue;
     ++move_number;
     const bool tactical = is_tactical(position_, move);
@@ -501,7 +488,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
 
     // Pruning candidates at low depth; moves that give check are exempt (decided after the move).
     bool prune_unless_check = false;
-    if (ply > 0 && best > -kMateInMaxPly && has_non_pawn_material(us) && !in_check) {
+    if (!root_node && best > -kMateInMaxPly && has_non_pawn_material(us) && !in_check) {
       // Late-move pruning: quiet moves this late rarely matter.
       if (limits_.late_move_pruning && quiet && depth <= 7 &&
           quiet_count + quiets_pruned >= (3 + depth * depth) / (improving ? 1 : 2)) {
@@ -531,10 +518,12 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     const int new_depth = depth - 1 + (move == table_move ? singular_extension : 0);
     int score = 0;
     if (move_number == 1) {
-      score = -negamax(-beta, -alpha, new_depth, ply + 1, !pv_node && !cut_node);
+      score = -negamax<NodeType::Interior>(-beta, -alpha, new_depth, ply + 1,
+                                           !pv_node && !cut_node);
     } else {
+      // Late-move reductions (the root searches every move to the full depth).
       int reduction = 0;
-      if (depth >= 3 && move_number > 1 + (pv_node ? 1 : 0) &&
+      if (!root_node && depth >= 3 && move_number > 1 + (pv_node ? 1 : 0) &&
           (quiet || order_score < 0)) {
         reduction = reductions_[std::min(depth, 63)][std::min(move_number, 63)];
         if (pv_node) --reduction;
@@ -551,17 +540,31 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
         if (order_score >= MovePicker::kKillerScore) --reduction;
         reduction = std::clamp(reduction, 0, new_depth - 1);
       }
-      score = -negamax(-alpha - 1, -alpha, new_depth - reduction, ply + 1, true);
+      score = -negamax<NodeType::Interior>(-alpha - 1, -alpha, new_depth - reduction, ply + 1,
+                                           true);
       if (score > alpha && reduction > 0) {
-        score = -negamax(-alpha - 1, -alpha, new_depth, ply + 1, !cut_node);
+        score = -negamax<NodeType::Interior>(-alpha - 1, -alpha, new_depth, ply + 1, !cut_node);
       }
       if (pv_node && score > alpha && score < beta) {
-        score = -negamax(-beta, -alpha, new_depth, ply + 1, false);
+        score = -negamax<NodeType::Interior>(-beta, -alpha, new_depth, ply + 1, false);
       }
     }
     undo_move();
     if (stopped_) return 0;
 
+    if constexpr (root_node) {
+      // The first move's result, exact or a bound, and every move that raised alpha; a later
+      // move that failed low keeps its place in the order but not a score.
+      if (move_number == 1 || score > alpha) {
+        RootMove& root = *std::find_if(root_moves_.begin() + pv_index_, root_moves_.end(),
+                                       [move](const RootMove& each) { return each.move == move; });
+        root.score = score;
+        root.bound = score >= beta ? Bound::Lower : score <= alpha ? Bound::Upper : Bound::Exact;
+        root.pv.assign(1, move);
+        for (int k = 0; k < pv_length_[1]; ++k) root.pv.push_back(pv_table_[1][k]);
+        if (score <= alpha) root.score = -kInfinity;  // failed low: order kept, not a result
+      }
+    }
     if (score > best) {
       best = score;
       if (score > alpha) {
@@ -569,7 +572,10 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
         alpha = score;
         if (pv_node) update_pv(ply, move);
         if (score >= beta) {
-          if (quiet) update_quiet_stats(ply, move, quiets_tried, quiet_count, depth);
+          // The root's cut-offs (aspiration fail-highs) leave the history as it is.
+          if (!root_node && quiet) {
+            update_quiet_stats(ply, move, quiets_tried, quiet_count, depth);
+          }
           break;
         }
       }
@@ -582,12 +588,15 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     best = in_check ? -kMate + ply : alpha;
   }
 
-  const Bound bound = best >= beta                         ? Bound::Lower
-                      : (pv_node && best > original_alpha) ? Bound::Exact
-                                                           : Bound::Upper;
-  if (excluded == Move::none()) {
-    table_.store(key, best_move, score_to_table(best, ply), in_check ? 0 : static_eval, depth,
-                 bound);
+  // The root's results are in root_moves_; it is never stored in the table.
+  if constexpr (!root_node) {
+    const Bound bound = best >= beta                         ? Bound::Lower
+                        : (pv_node && best > original_alpha) ? Bound::Exact
+                                                             : Bound::Upper;
+    if (excluded == Move::none()) {
+      table_.store(key, best_move, score_to_table(best, ply), in_check ? 0 : static_eval, depth,
+                   bound);
+    }
   }
   return best;
 }

@@ -94,7 +94,12 @@ class Search {
     Move excluded = Move::none();  // singular-extension verification: the move left out
   };
 
-  int search_root(int alpha, int beta, int depth, int pv_index);
+  // The root is searched by the same negamax as every other node, with its own moves (root_moves_
+  // from the MultiPV line pv_index_ on, in their order) in place of the move picker's, nothing
+  // before them (no table cut-off, pruning or extension decided there) and its results recorded
+  // in root_moves_ instead of the table.
+  enum class NodeType { Root, Interior };
+  template <NodeType node_type>
   int negamax(int alpha, int beta, int depth, int ply, bool cut_node);
   int quiescence(int alpha, int beta, int ply);
 
@@ -132,6 +137,7 @@ class Search {
   int seldepth_ = 0;
   int completed_depth_ = 0;
   int root_depth_ = 0;  // the iteration in progress
+  int pv_index_ = 0;    // MultiPV: the line in progress (0-based)
   bool stopped_ = false;
 };
 
