@@ -95,12 +95,12 @@ def quant(args: argparse.Namespace) -> dict[str, Any]:
     from latentchess.nnue.dataset import open_cache
     from latentchess.nnue.io import load_nnue
     from latentchess.nnue.model import quantised_forward
-    from latentchess.nnue.train import _split
+    from latentchess.nnue.train import holdout_split
 
     model = load_nnue(args.model)
     cache = open_cache(args.cache)
     training_cfg = model.metadata.get("training", {})
-    _, hold = _split(
+    _, hold = holdout_split(
         len(cache),
         float(training_cfg.get("holdout_fraction", 0.02)),
         int(training_cfg.get("holdout_max", 50_000)),

@@ -2,9 +2,9 @@
 # Train a human-move Chessformer on one GPU within a wall-clock budget, then score it on games it
 # never saw (the human-model recipe in models/README.md).
 #
-#   bash benchmarks/chessformer_gpu.sh DATA OUT CONFIG MINUTES [extra train-chessformer args]
+#   bash benchmarks/chessformer_gpu.sh DATA OUT CONFIG MINUTES [extra `train chessformer` args]
 #
-# DATA: a PGN or a MoveData .npz (see train-chessformer). A 25-second probe run measures this
+# DATA: a PGN or a MoveData .npz (see train chessformer). A 25-second probe run measures this
 # machine's positions/s for CONFIG, so the main run's cosine schedule ends inside MINUTES (steps =
 # rate x time / batch) instead of being cut off half-way. Then `eval-human` scores OUT/main/model
 # on the games after the training games (EVAL_PGN, SKIP_GAMES, EVAL_GAMES).
@@ -17,7 +17,7 @@ lr=${LR:-1e-3}
 lc=${LC:-python3 -m latentchess}
 mkdir -p "$out"
 
-$lc train-chessformer --data "$data" --out "$out/probe" --model-config "$config" \
+$lc train chessformer --data "$data" --out "$out/probe" --model-config "$config" \
     --batch-size "$batch" --lr "$lr" --steps 1000000 --max-minutes 0.4 --eval-every 0 \
     --final-positions 512 --log-every 20 --device "${DEVICE:-cuda}" --no-progress "$@" >"$out/probe.log" 2>&1
 rate=$(python3 -c '
@@ -27,7 +27,7 @@ print(int(rows[-1]["positions_per_s"]))' "$out/probe/metrics.jsonl")
 steps=$(python3 -c "print(max(200, int($rate * 60 * $minutes / $batch)))")
 echo "probe: $rate positions/s at batch $batch -> $steps steps in $minutes min"
 
-$lc train-chessformer --data "$data" --out "$out/main" --model-config "$config" \
+$lc train chessformer --data "$data" --out "$out/main" --model-config "$config" \
     --batch-size "$batch" --lr "$lr" --steps "$steps" --warmup $((steps / 20)) \
     --max-minutes "$(python3 -c "print($minutes * 1.3)")" --eval-every $((steps / 4)) \
     --eval-positions 8192 --checkpoint-every 1000 --log-every 100 --device "${DEVICE:-cuda}" --no-progress \

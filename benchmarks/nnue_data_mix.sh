@@ -35,7 +35,7 @@ for arm in all tcec selfplay; do
     [ -f "$OUT/run-$arm/model/config.json" ] && continue
     data=(--data "$OUT/$arm")
     [ "$arm" = all ] && data=(--data "$LABELS/static-s0" --data "$LABELS/static-s1")
-    "${LC[@]}" nnue train "${data[@]}" --cache "$OUT/cache-$arm" --out "$OUT/run-$arm" --l1 256 \
+    "${LC[@]}" train nnue "${data[@]}" --cache "$OUT/cache-$arm" --out "$OUT/run-$arm" --l1 256 \
         --l2 32 --psqt --lr 2e-3 --gamma 0.85 --dense-lr-scale 0.1 --epoch-positions 5186548 \
         --steps "$STEPS" --threads 1 --eval-every 100 --log-every 50 --no-progress \
         > "$OUT/run-$arm.log" 2>&1

@@ -40,7 +40,7 @@ train() {  # train NAME [extra flags]
     local name=$1
     shift
     [ -f "$OUT/$name/model/config.json" ] && return
-    "${LC[@]}" nnue train --data "$OUT/static-s0" --data "$OUT/static-s1" --cache "$OUT/cache" \
+    "${LC[@]}" train nnue --data "$OUT/static-s0" --data "$OUT/static-s1" --cache "$OUT/cache" \
         --out "$OUT/$name" --l1 256 --l2 32 --lr 2e-3 --gamma 0.85 --steps 1000000 \
         --max-minutes "$MINUTES" --threads 1 --eval-every 250 --checkpoint-every 100 \
         --log-every 50 --no-progress "$@" > "$OUT/$name.log" 2>&1

@@ -58,7 +58,7 @@ train() {  # train FEATURE_SET
     [ -f "$run/model/config.json" ] && return
     local lr
     lr=$(.venv/bin/python -c "print(f'{2e-3 * $BASE_ACTIVE / $(active "$1"):.3g}')")
-    "${LC[@]}" nnue train --data "$OUT/static-s0" --out "$run" --features "$1" --l1 256 --l2 32 \
+    "${LC[@]}" train nnue --data "$OUT/static-s0" --out "$run" --features "$1" --l1 256 --l2 32 \
         --lr "$lr" --gamma 0.85 --steps "$STEPS" --threads 1 --eval-every 100 --log-every 50 \
         --no-progress > "$OUT/train-$1.log" 2>&1
     rm -rf "$run/cache"  # up to 3 GB each; the network and its metrics stay
@@ -73,7 +73,7 @@ wait
 #    self-play file (193 K kept). 60 steps is about 5 passes; a first try with 100 K rows, 100
 #    steps and lr 1e-4 (about 28 passes over 57 K) lost 319 Elo at fixed nodes.
 if [ ! -f "$OUT/pqr-ALL/model/config.json" ]; then
-    "${LC[@]}" nnue train --data "$D/sf15-d9-eco-selfplay.csv.gz" --out "$OUT/pqr-ALL" \
+    "${LC[@]}" train nnue --data "$D/sf15-d9-eco-selfplay.csv.gz" --out "$OUT/pqr-ALL" \
         --loss pqr --init "$OUT/train-ALL/model" --lr "$PQR_LR" --steps "$PQR_STEPS" --threads 2 \
         --eval-every 20 --log-every 10 --no-progress > "$OUT/pqr-ALL.log" 2>&1
 fi
@@ -82,7 +82,7 @@ fi
 #     budget, learning rate and schedule (its epoch: ALL's 2,835,662 training rows), no start
 #     network.
 if [ ! -f "$OUT/pqr-scratch-ALL/model/config.json" ]; then
-    "${LC[@]}" nnue train --data "$D/sf15-d9-eco-selfplay.csv.gz" --cache "$OUT/pqr-ALL/cache" \
+    "${LC[@]}" train nnue --data "$D/sf15-d9-eco-selfplay.csv.gz" --cache "$OUT/pqr-ALL/cache" \
         --out "$OUT/pqr-scratch-ALL" --loss pqr --l1 256 --l2 32 --lr 2e-3 --gamma 0.85 \
         --epoch-positions 2835662 \
         --steps "$STEPS" --threads 1 --eval-every 100 --log-every 50 --no-progress \

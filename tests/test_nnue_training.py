@@ -1,12 +1,18 @@
-"""NNUE network, losses, feature cache and the training loop on small data made here."""
+"""NNUE network, losses, feature cache and training (an objective of the shared loop) on small
+data made here: resume, an interrupted run resumed identically, checkpoints of the NNUE trainer's
+own loop from before it became an objective, and the command line."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import math
+import os
 import random
+import signal
 from pathlib import Path
+from typing import Any
 
 import chess
 import numpy as np
@@ -21,12 +27,14 @@ from latentchess.nnue.io import NnueModel, load_nnue
 from latentchess.nnue.model import Nnue, NnueConfig, quantise, quantised_forward
 from latentchess.nnue.train import (
     NnueTrainConfig,
+    epoch_boundary,
     parameter_groups,
     pqr_loss,
     score_loss,
-    train_nnue,
 )
+from latentchess.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
 from latentchess.training.curves import read_metrics
+from latentchess.training.objectives.nnue import train_nnue
 
 VALUES = {chess.PAWN: 100, chess.KNIGHT: 300, chess.BISHOP: 300, chess.ROOK: 500, chess.QUEEN: 900}
 
@@ -203,7 +211,6 @@ def test_psqt_network_trains_keeps_material_linear_and_old_checkpoints_resume(
     tmp_path: Path,
 ) -> None:
     from latentchess.core import _native
-    from latentchess.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
 
     csv = tmp_path / "pos.csv.gz"
     _write_csv(csv)
@@ -251,3 +258,131 @@ def test_psqt_network_trains_keeps_material_linear_and_old_checkpoints_resume(
         NnueTrainConfig(out=tmp_path / "plain", steps=3, network=NnueConfig(l1=16, l2=4), **common)
     )
     assert again.step == 3
+
+
+def _common(csv: Path) -> dict[str, Any]:
+    return {
+        "data": (str(csv),),
+        "network": NnueConfig(feature_set="ALL", l1=16, l2=4),
+        "dense_lr_scale": 0.5,  # two parameter groups
+        "batch_size": 64,
+        "epoch_positions": 150,  # the rate decays after steps 2, 4, 7, 9 (0-based)
+        "gamma": 0.5,
+        "lr": 2e-2,
+        "eval_every": 4,
+        "checkpoint_every": 100,
+        "log_every": 1,
+        "threads": 1,
+        "device": "cpu",
+        "progress": False,
+        "holdout_fraction": 0.1,
+    }
+
+
+def _train_records(run: Path) -> list[tuple[int, float, float]]:
+    records = read_metrics(run / "metrics.jsonl")
+    return [(r["step"], r["loss"], r["lr"]) for r in records if r["kind"] == "train"]
+
+
+def _assert_same_state(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Two checkpoints hold the same weights, Adam state and scheduler state."""
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), name
+    opt_a, opt_b = a["optimizer"], b["optimizer"]
+    assert opt_a["param_groups"] == opt_b["param_groups"]
+    for key, state in opt_a["state"].items():
+        for name in ("exp_avg", "exp_avg_sq", "step"):
+            assert torch.equal(state[name], opt_b["state"][key][name]), (key, name)
+    assert a["scheduler"] == b["scheduler"]
+
+
+def test_interrupted_nnue_run_resumes_identically(tmp_path: Path) -> None:
+    """SIGINT at step 4 (after an epoch boundary), rerun: the same losses, rates and weights."""
+    csv = tmp_path / "pos.csv.gz"
+    _write_csv(csv)
+    assert [s for s in range(10) if epoch_boundary(s, 64, 150)] == [2, 4, 7, 9]
+    straight = train_nnue(NnueTrainConfig(out=tmp_path / "a", steps=10, **_common(csv)))
+    assert straight.step == 10 and straight.stop_reason == "completed"
+
+    def interrupt(step: int) -> None:
+        if step == 4:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    cfg = NnueTrainConfig(out=tmp_path / "b", steps=10, **_common(csv))
+    first = train_nnue(cfg, on_step=interrupt)
+    assert first.stop_reason == "signal" and first.step == 4 and first.model_dir is None
+    second = train_nnue(cfg)
+    assert second.resumed_from == 4 and second.step == 10 and second.model_dir is not None
+    a = load_checkpoint(tmp_path / "a" / "checkpoints" / CHECKPOINT_FILE)
+    b = load_checkpoint(tmp_path / "b" / "checkpoints" / CHECKPOINT_FILE)
+    _assert_same_state(a, b)
+    assert a["scheduler"]["last_epoch"] == 4  # four decays
+    assert _train_records(tmp_path / "a") == _train_records(tmp_path / "b")  # each step once
+    records = read_metrics(tmp_path / "b" / "metrics.jsonl")
+    assert [r["positions"] for r in records if r["kind"] == "train"] == [
+        64 * s for s in range(1, 11)
+    ]
+    assert straight.metrics == second.metrics
+    assert np.abs(load_nnue(second.model_dir).network.l2.weight.detach().numpy()).max() <= 127 / 64
+    with pytest.raises(LatentChessError, match=r"gamma: 0\.5 -> 0\.9"):
+        train_nnue(NnueTrainConfig(out=tmp_path / "b", steps=12, **{**_common(csv), "gamma": 0.9}))
+
+
+def _old_loop_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
+    """The on-disk layout of the NNUE trainer's own loop (``_Run._save`` before the objective).
+
+    Step, weights, Adam and ExponentialLR state dicts, training seconds, positions seen and the
+    config; no random states, no data fingerprint, no world size.
+    """
+    return {
+        "step": state["step"],
+        "model": state["model"],
+        "optimizer": state["optimizer"],
+        "scheduler": state["scheduler"],
+        "elapsed_s": state["elapsed_s"],
+        "positions": int(state["step"]) * 64,
+        "config": state["config"],
+    }
+
+
+def test_a_checkpoint_of_the_old_nnue_loop_resumes_identically(tmp_path: Path) -> None:
+    from latentchess.nnue.train import export_checkpoint
+
+    csv = tmp_path / "pos.csv.gz"
+    _write_csv(csv)
+    train_nnue(NnueTrainConfig(out=tmp_path / "a", steps=8, **_common(csv)))
+    cfg = NnueTrainConfig(out=tmp_path / "old", steps=8, **_common(csv))
+    train_nnue(dataclasses.replace(cfg, steps=5))
+    path = tmp_path / "old" / "checkpoints" / CHECKPOINT_FILE
+    save_checkpoint(path, _old_loop_checkpoint(load_checkpoint(path)))
+    state = load_checkpoint(path)
+    assert "rng" not in state and "data_fingerprint" not in state and state["positions"] == 320
+    exported = export_checkpoint(tmp_path / "old", tmp_path / "exported")
+    assert json.loads((exported / "config.json").read_text())["metrics"]["positions_seen"] == 320
+    resumed = train_nnue(cfg)
+    assert resumed.resumed_from == 5 and resumed.step == 8
+    _assert_same_state(
+        load_checkpoint(tmp_path / "a" / "checkpoints" / CHECKPOINT_FILE), load_checkpoint(path)
+    )
+    after = [r for r in _train_records(tmp_path / "a") if r[0] > 5]
+    assert [r for r in _train_records(tmp_path / "old") if r[0] > 5] == after
+
+
+def test_train_nnue_command_and_its_old_spelling(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from latentchess.cli import main
+
+    csv = tmp_path / "pos.csv.gz"
+    _write_csv(csv, games=4)
+    flags = ["--data", str(csv), "--l1", "16", "--l2", "4", "--batch-size", "32", "--steps", "2"]
+    flags += ["--threads", "1", "--device", "cpu", "--holdout-fraction", "0.1", "--no-progress"]
+    outputs = []
+    for name, command in (("new", ["train", "nnue"]), ("old", ["nnue", "train"])):
+        assert main([*command, "--out", str(tmp_path / name), *flags]) == 0
+        captured = capsys.readouterr()
+        outputs.append(json.loads(captured.out.splitlines()[-1]))
+        deprecated = "`latentchess nnue train` is deprecated; use `latentchess train nnue`"
+        assert (deprecated in captured.err) == (name == "old")
+    assert outputs[0]["step"] == 2 and outputs[0]["stop"] == "completed"
+    assert outputs[0]["val_loss"] == outputs[1]["val_loss"]

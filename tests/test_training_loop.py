@@ -113,3 +113,33 @@ def test_loop_hooks_rate_key_start_eval_and_rank_change(tmp_path: Path) -> None:
     assert again.resumed_from == 10 and again.step == 12
     assert built[1].changed == [(2, 10)] and refused == [{"lr": 0.1}]
     assert built[1].evaluations == 1  # no evaluation at the start of a resumed run
+
+
+def test_train_command_spellings() -> None:
+    """One ``train`` command; no objective is supcon; the old spellings are aliases."""
+    from latentchess.cli import build_parser
+    from latentchess.cli.train import _chessformer, _supcon, run_nnue
+
+    parser = build_parser()
+
+    def parse(*argv: str) -> dict[str, Any]:
+        return vars(parser.parse_args(argv))
+
+    io = ("--data", "d", "--out", "o")
+    old, new = parse("train", *io, "--steps", "3"), parse("train", "supcon", *io, "--steps", "3")
+    assert old == new and new["objective"] == "supcon" and new["func"] is _supcon
+    assert new["steps"] == 3 and new["model_config"] == "tiny"
+    cf = parse("train", "chessformer", *io, "--batch-size", "8")
+    assert cf["func"] is _chessformer and cf["batch_size"] == 8 and cf["model_config"] == "cf-micro"
+    alias = parse("train-chessformer", *io, "--batch-size", "8")
+    assert alias["func"] is not _chessformer  # the deprecation note, then _chessformer
+    assert {k: v for k, v in alias.items() if k not in ("func", "command")} == {
+        k: v for k, v in cf.items() if k not in ("func", "command", "objective")
+    }
+    nnue = parse("train", "nnue", *io, "--data", "e", "--l1", "64")
+    assert nnue["func"] is run_nnue and nnue["data"] == ["d", "e"] and nnue["l1"] == 64
+    alias = parse("nnue", "train", *io, "--data", "e", "--l1", "64")
+    assert alias["nnue_command"] == "train" and alias["func"] is not run_nnue
+    assert {k: v for k, v in alias.items() if k not in ("func", "command", "nnue_command")} == {
+        k: v for k, v in nnue.items() if k not in ("func", "command", "objective")
+    }

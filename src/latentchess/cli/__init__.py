@@ -20,7 +20,6 @@ __all__ = ["main", "build_parser"]
 _COMMAND_MODULES = (
     "latentchess.cli.data",
     "latentchess.cli.train",
-    "latentchess.cli.train_objectives",
     "latentchess.cli.nnue",
     "latentchess.cli.models",
     "latentchess.cli.chessformer",

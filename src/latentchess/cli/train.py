@@ -1,27 +1,91 @@
-"""``latentchess train``: flags onto :class:`~latentchess.training.config.TrainConfig`.
+"""``latentchess train {supcon,chessformer,nnue}``: one command, one loop, three objectives.
+
+Each objective's flags map onto its config (:class:`~latentchess.training.config.TrainConfig`,
+:class:`~latentchess.training.objectives.chessformer.ChessformerTrainConfig`,
+:class:`~latentchess.nnue.train.NnueTrainConfig`) and every run goes through the shared loop
+(:mod:`latentchess.training.loop`): rerunning the same command resumes from OUT/checkpoints.
+
+``latentchess train --data ...`` with no objective is ``latentchess train supcon --data ...`` (the
+spelling from before there were objectives). ``latentchess train-chessformer`` and ``latentchess
+nnue train`` still work as deprecated aliases of ``train chessformer`` and ``train nnue``.
 
 Multi-GPU or multi-node: ``torchrun --nproc_per_node=K [--nnodes=N --node_rank=I
---rdzv_endpoint=HOST:PORT] -m latentchess train ...`` (same flags; ``--batch-size`` is global).
+--rdzv_endpoint=HOST:PORT] -m latentchess train OBJECTIVE ...`` (same flags; ``--batch-size`` is
+global).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from latentchess.training.config import TrainConfig
 
-__all__ = ["register", "config_from_args"]
+__all__ = [
+    "OBJECTIVES",
+    "register",
+    "config_from_args",
+    "add_nnue_arguments",
+    "run_nnue",
+    "deprecated",
+]
+
+OBJECTIVES = ("supcon", "chessformer", "nnue")
+DEFAULT_OBJECTIVE = "supcon"
+
+_CHESSFORMER_DESCRIPTION = (
+    "Train a Chessformer (squares as tokens, geometric attention bias) on a PGN of rated "
+    "games (human moves, game results) or a Stockfish-labelled CSV (best move, win "
+    "probability), and write OUT/model. Rerunning the same command resumes."
+)
+
+_NNUE_DESCRIPTION = (
+    "Extract features once into a memory-mapped cache, then train. Rerunning the same command "
+    "resumes from OUT/checkpoints. Writes OUT/model."
+)
+
+
+class _TrainParser(argparse.ArgumentParser):
+    """``train`` whose first argument is not an objective (nor help) means ``train supcon``."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        argv = list(sys.argv[1:] if args is None else args)
+        if argv and argv[0] not in (*OBJECTIVES, "-h", "--help"):
+            argv.insert(0, DEFAULT_OBJECTIVE)
+        return super().parse_known_args(argv, namespace)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add this area's subcommands to the ``latentchess`` parser."""
-    p = subparsers.add_parser(
+    """Add ``train`` (and the deprecated ``train-chessformer``) to the ``latentchess`` parser."""
+    train = subparsers.add_parser(
         "train",
-        help="train an encoder with supervised contrastive learning (resumable, DDP-ready)",
+        help="train a model: supcon (the SOLIS encoder), chessformer or nnue (resumable, "
+        "DDP-ready)",
+        description="Train through the shared loop (resume from OUT/checkpoints, atomic "
+        "checkpoints, SIGINT/SIGTERM, --max-minutes, progress, OUT/metrics.jsonl, torchrun). "
+        "With no objective named, supcon: `latentchess train --data ...` is `latentchess train "
+        "supcon --data ...`.",
+    )
+    train.__class__ = _TrainParser  # argparse builds subparsers of the top parser's class
+    objectives = train.add_subparsers(
+        dest="objective",
+        metavar="OBJECTIVE",
+        required=True,
+        parser_class=argparse.ArgumentParser,
+    )
+
+    p = objectives.add_parser(
+        "supcon",
+        help="a SOLIS encoder with supervised contrastive learning (the default objective)",
         description=(
             "Train a SOLIS encoder on Stockfish win probabilities with the SupCon loss "
             "(paper section 3.3), compute the advantage axis and the score calibration, and "
@@ -29,6 +93,55 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
             "Under torchrun the run is data-parallel (--batch-size is the global batch)."
         ),
     )
+    _add_supcon_arguments(p)
+    p.set_defaults(func=_supcon)
+
+    p = objectives.add_parser(
+        "chessformer",
+        help="a Chessformer (policy + value) on rated games or engine labels",
+        description=_CHESSFORMER_DESCRIPTION,
+    )
+    _add_chessformer_arguments(p)
+    p.set_defaults(func=_chessformer)
+
+    p = objectives.add_parser(
+        "nnue",
+        help="an NNUE evaluation network (target-score or PQR loss)",
+        description=_NNUE_DESCRIPTION,
+    )
+    add_nnue_arguments(p)
+    p.set_defaults(func=run_nnue)
+
+    p = subparsers.add_parser(
+        "train-chessformer",
+        help="deprecated: `latentchess train chessformer`",
+        description=_CHESSFORMER_DESCRIPTION + " Deprecated spelling of `latentchess train "
+        "chessformer`.",
+    )
+    _add_chessformer_arguments(p)
+    p.set_defaults(func=deprecated(_chessformer, "train-chessformer", "train chessformer"))
+
+
+def deprecated(
+    run: Callable[[argparse.Namespace], int], old: str, new: str
+) -> Callable[[argparse.Namespace], int]:
+    """``run`` after a one-line note (rank 0 only) that ``latentchess OLD`` is now ``NEW``."""
+
+    def wrapped(args: argparse.Namespace) -> int:
+        if os.environ.get("RANK", "0") == "0":
+            print(
+                f"note: `latentchess {old}` is deprecated; use `latentchess {new}`",
+                file=sys.stderr,
+            )
+        return run(args)
+
+    return wrapped
+
+
+# -- supcon ----------------------------------------------------------------------------------------
+
+
+def _add_supcon_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, required=True, help="training cache or Parquet dataset dir")
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument(
@@ -84,7 +197,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--cache-dir", type=Path, default=None, help="token cache of a Parquet dataset")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_train)
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
@@ -93,8 +205,6 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     Raises:
         ValueError: an unknown model config or an invalid setting (the message names it).
     """
-    import dataclasses
-
     from latentchess.models import get_config
     from latentchess.training.config import TrainConfig
 
@@ -131,7 +241,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     )
 
 
-def _train(args: argparse.Namespace) -> int:
+def _supcon(args: argparse.Namespace) -> int:
     from latentchess.training.trainer import train
 
     try:
@@ -161,4 +271,194 @@ def _train(args: argparse.Namespace) -> int:
         print(
             f"step {result.step}{budget}: model written to {result.model_dir}; held-out {metrics}"
         )
+    return 0
+
+
+# -- chessformer -----------------------------------------------------------------------------------
+
+
+def _add_chessformer_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", type=Path, required=True, help="PGN (.gz/.zst), CSV or .npz cache")
+    p.add_argument("--out", type=Path, required=True, help="run directory")
+    p.add_argument(
+        "--model-config",
+        default="cf-micro",
+        help="a name from CHESSFORMER_CONFIGS (default cf-micro)",
+    )
+    p.add_argument("--history", type=int, default=None, help="previous boards (config's default)")
+    p.add_argument("--side-features", action="store_true", help="castling/ep/rule-50/repetition")
+    p.add_argument("--position", default=None, help="gab, relative, absolute or none")
+    p.add_argument(
+        "--absolute-embedding", action="store_true", help="add a learned per-square embedding"
+    )
+    p.add_argument("--steps", type=int, default=10_000)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--warmup", type=int, default=200)
+    p.add_argument("--schedule", default="cosine", choices=("cosine", "constant"))
+    p.add_argument("--value-weight", type=float, default=0.1)
+    p.add_argument("--holdout-fraction", type=float, default=0.05)
+    p.add_argument("--max-games", type=int, default=None, help="games (PGN) or rows (CSV) to read")
+    p.add_argument("--max-minutes", type=float, default=None)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-every", type=int, default=1000)
+    p.add_argument("--eval-positions", type=int, default=4096)
+    p.add_argument(
+        "--final-positions",
+        type=int,
+        default=None,
+        help="held-out positions per set in the final evaluation (default: all)",
+    )
+    p.add_argument("--checkpoint-every", type=int, default=200)
+    p.add_argument("--log-every", type=int, default=20)
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _chessformer(args: argparse.Namespace) -> int:
+    from latentchess.models.chessformer import get_chessformer_config
+    from latentchess.training.objectives.chessformer import (
+        ChessformerTrainConfig,
+        train_chessformer,
+    )
+
+    model = get_chessformer_config(args.model_config)
+    changes: dict[str, object] = {}
+    if args.history is not None:
+        changes["history"] = args.history
+    if args.side_features:
+        changes["side_features"] = True
+    if args.position is not None:
+        changes["position"] = args.position
+    if args.absolute_embedding:
+        changes["absolute_embedding"] = True
+    model = dataclasses.replace(model, **changes)
+    cfg = ChessformerTrainConfig(
+        data=args.data,
+        out=args.out,
+        model=model,
+        steps=args.steps,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        warmup=args.warmup,
+        schedule=args.schedule,
+        value_weight=args.value_weight,
+        holdout_fraction=args.holdout_fraction,
+        max_games=args.max_games,
+        max_minutes=args.max_minutes,
+        device=args.device,
+        threads=args.threads,
+        seed=args.seed,
+        eval_every=args.eval_every,
+        eval_positions=args.eval_positions,
+        final_positions=args.final_positions,
+        checkpoint_every=args.checkpoint_every,
+        log_every=args.log_every,
+        progress=not args.no_progress,
+    )
+    result = train_chessformer(cfg)
+    if os.environ.get("RANK", "0") != "0":  # under torchrun, rank 0 reports
+        return 0
+    print(f"{result.stop_reason} at step {result.step} in {result.seconds:.0f} s")
+    if result.model_dir is not None:
+        print(f"model: {result.model_dir}")
+        flat = {k: v for k, v in result.metrics.items() if not isinstance(v, dict)}
+        print(json.dumps(flat, indent=2))
+    return 0
+
+
+# -- nnue ------------------------------------------------------------------------------------------
+
+
+def add_nnue_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of ``train nnue`` (also those of the deprecated ``nnue train``)."""
+    p.add_argument(
+        "--data",
+        action="append",
+        required=True,
+        metavar="PATH[:ROWS[:EVERY]]",
+        help="labelled CSV (repeatable): every EVERY-th row, at most ROWS of them",
+    )
+    p.add_argument("--out", type=Path, required=True, help="run directory")
+    p.add_argument("--cache", type=Path, default=None, help="feature cache dir (default OUT/cache)")
+    p.add_argument("--features", default="ALL", help="feature set, e.g. ALL or ALL+H+V")
+    p.add_argument("--l1", type=int, default=256, help="accumulator width (default 256)")
+    p.add_argument("--l2", type=int, default=32, help="hidden width (default 32)")
+    p.add_argument(
+        "--psqt",
+        action="store_true",
+        help="add a linear piece-square term to the output (unbounded material; not in the thesis)",
+    )
+    p.add_argument("--loss", choices=("score", "pqr"), default="score")
+    p.add_argument("--init", type=Path, default=None, help="NNUE model dir to fine-tune")
+    p.add_argument("--batch-size", type=int, default=16384)
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--gamma", type=float, default=0.99, help="lr factor per epoch")
+    p.add_argument(
+        "--epoch-positions",
+        type=int,
+        default=None,
+        help="samples per epoch for the lr decay (default: the training split)",
+    )
+    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--max-minutes", type=float, default=None)
+    p.add_argument("--holdout-fraction", type=float, default=0.02)
+    p.add_argument("--eval-every", type=int, default=200)
+    p.add_argument("--checkpoint-every", type=int, default=100)
+    p.add_argument("--log-every", type=int, default=20)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--dense-lr-scale",
+        type=float,
+        default=1.0,
+        help="learning-rate factor of the L2 and output layers (default 1); below 1 keeps "
+        "second-layer units from leaving (0, 1) for good",
+    )
+    p.add_argument("--no-progress", action="store_true")
+
+
+def run_nnue(args: argparse.Namespace) -> int:
+    """Run ``train nnue``; prints the result as one JSON line."""
+    from latentchess.nnue.model import NnueConfig
+    from latentchess.nnue.train import NnueTrainConfig, command_line
+    from latentchess.training.objectives.nnue import train_nnue
+
+    cfg = NnueTrainConfig(
+        data=tuple(args.data),
+        out=args.out,
+        cache=args.cache,
+        network=NnueConfig(feature_set=args.features, l1=args.l1, l2=args.l2, psqt=args.psqt),
+        loss=args.loss,
+        init=args.init,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        gamma=args.gamma,
+        epoch_positions=args.epoch_positions,
+        steps=args.steps,
+        max_minutes=args.max_minutes,
+        holdout_fraction=args.holdout_fraction,
+        eval_every=args.eval_every,
+        checkpoint_every=args.checkpoint_every,
+        log_every=args.log_every,
+        threads=args.threads,
+        device=args.device,
+        seed=args.seed,
+        dense_lr_scale=args.dense_lr_scale,
+        progress=not args.no_progress,
+        command=command_line(),
+    )
+    result = train_nnue(cfg)
+    print(
+        json.dumps(
+            {
+                "step": result.step,
+                "stop": result.stop_reason,
+                "model": str(result.model_dir),
+                **result.metrics,
+            }
+        )
+    )
     return 0

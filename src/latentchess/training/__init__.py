@@ -1,5 +1,6 @@
 """Training: the shared loop (``loop``) and its objectives (``objectives.supcon``: the SOLIS
-encoder; ``objectives.chessformer``), the SupCon loss (``losses``), positives, the advantage axis.
+encoder; ``objectives.chessformer``; ``objectives.nnue``), the SupCon loss (``losses``), positives,
+the advantage axis.
 
 Names are imported on first use (PEP 562), so ``latentchess.cli.train`` stays light.
 """

@@ -1,20 +1,29 @@
 """The objective-agnostic training loop: resume, atomic checkpoints, progress, metrics, DDP.
 
 An :class:`Objective` says what one step computes (its batch, loss and metrics), how to
-evaluate and how to export; :func:`run_objective` does everything else. The SupCon encoder
-(:mod:`latentchess.training.objectives.supcon`, entry point :mod:`latentchess.training.trainer`)
-and the Chessformer (:mod:`latentchess.training.objectives.chessformer`) train through it; the
-NNUE trainer (:mod:`latentchess.nnue.train`) is a separate loop on its feature cache that shares
-only the checkpoint, metrics-log and process-group modules. What the loop does:
+evaluate and how to export; :func:`run_objective` does everything else. It may bring its own
+optimiser and learning-rate scheduler (:meth:`Objective.optimisation`; by default the loop's:
+the ``optimizer`` factory with warm-up then ``schedule``) and an after-step hook
+(:meth:`Objective.after_step`, e.g. weight clipping), as nnue-pytorch's Lightning module splits
+them. Three objectives train through it, each behind ``latentchess train OBJECTIVE``: the SupCon
+encoder (:mod:`latentchess.training.objectives.supcon`, entry point
+:mod:`latentchess.training.trainer`), the Chessformer
+(:mod:`latentchess.training.objectives.chessformer`) and the NNUE
+(:mod:`latentchess.training.objectives.nnue`; network and losses in :mod:`latentchess.nnue`).
+What the loop does for every one of them:
 
 * a checkpoint in ``out/checkpoints/last.pt`` is resumed automatically (config and data
   fingerprint must match); it is written atomically every ``checkpoint_every`` steps, on a time
   budget, on SIGINT/SIGTERM and at the end; the torch random state of every rank is in it, so a
-  resumed run continues bit-identically;
+  resumed run continues bit-identically. Checkpoints written before a key existed (no random
+  states, no data fingerprint: the NNUE trainer's own loop before it became an objective) resume;
+* SIGINT or SIGTERM stops after the current step with a checkpoint; a second SIGINT aborts at
+  once (``KeyboardInterrupt``); a ``max_minutes`` budget stops the same way and writes the model;
 * ``out/metrics.jsonl`` gets ``start``, ``train`` (loss, metrics, lr, rate), ``eval`` and
   ``final`` records; a progress bar shows the rate and ETA;
 * under ``torchrun`` each rank computes its share of the global batch and the model is wrapped in
-  ``DistributedDataParallel``; rank 0 logs, evaluates, checkpoints and exports.
+  ``DistributedDataParallel``; rank 0 logs, evaluates, checkpoints and exports; at the end the
+  ranks' weight hashes are compared (a ``sync`` record) and a divergence is an error.
 
 Data order must be a pure function of ``(seed, step)`` so that resuming continues identically.
 """
@@ -48,7 +57,15 @@ from latentchess.training.config import lr_factor
 from latentchess.training.curves import MetricsLog
 from latentchess.training.distributed import DistContext, init_distributed
 
-__all__ = ["LoopSettings", "Objective", "LoopResult", "OptimizerFactory", "adamw", "run_objective"]
+__all__ = [
+    "LoopSettings",
+    "Objective",
+    "Optimisation",
+    "LoopResult",
+    "OptimizerFactory",
+    "adamw",
+    "run_objective",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,8 +76,8 @@ class LoopSettings:
         out: run directory.
         steps: optimiser steps in all.
         lr: peak learning rate (of the optimiser that ``run_objective`` builds).
-        warmup: linear warm-up steps.
-        schedule: ``"cosine"`` or ``"constant"``.
+        warmup: linear warm-up steps (of the loop's scheduler).
+        schedule: ``"cosine"`` or ``"constant"`` (of the loop's scheduler).
         weight_decay: weight decay (used by the default AdamW factory).
         grad_clip: global gradient-norm clip (0: none).
         max_minutes: wall-clock budget of one invocation (``None``: none).
@@ -97,11 +114,28 @@ class LoopSettings:
     resume_differences: Callable[[dict[str, Any]], list[str]] | None = None
 
 
+@dataclass(frozen=True)
+class Optimisation:
+    """An objective's own optimiser and learning-rate scheduler.
+
+    Attributes:
+        optimizer: over the bare model's parameters.
+        scheduler: its learning-rate scheduler (state saved in and restored from checkpoints).
+        advances: whether the scheduler steps after (0-based) optimiser step ``step``
+            (``None``: after every step), e.g. once per epoch of a given number of samples.
+    """
+
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    advances: Callable[[int], bool] | None = None
+
+
 class Objective:
     """One training task: model, data and loss. ``model`` is the bare (unwrapped) module.
 
     Subclasses set ``model`` and ``fingerprint`` and implement :meth:`loss`, :meth:`evaluate`,
-    :meth:`export` and :meth:`summary`; :meth:`start_info` and :meth:`ranks_changed` are optional.
+    :meth:`export` and :meth:`summary`; :meth:`optimisation`, :meth:`after_step`,
+    :meth:`train_record`, :meth:`start_info` and :meth:`ranks_changed` are optional.
     """
 
     model: nn.Module
@@ -122,6 +156,20 @@ class Objective:
     def summary(self) -> dict[str, Any]:
         """A JSON-ready description of the data for the ``start`` record."""
         raise NotImplementedError
+
+    def optimisation(self, settings: LoopSettings) -> Optimisation | None:
+        """The objective's own optimiser and scheduler; ``None``: the loop's (see the module)."""
+        return None
+
+    def after_step(self, step: int) -> None:
+        """Called after each optimiser step (before the scheduler's), with the steps done.
+
+        For constraints on the weights, such as clipping them to a quantisation range.
+        """
+
+    def train_record(self, step: int) -> dict[str, Any]:
+        """Extra JSON-ready fields of the ``train`` record at ``step`` (not window averages)."""
+        return {}
 
     def start_info(self) -> dict[str, Any]:
         """Extra JSON-ready fields of the ``start`` record (e.g. the precision decided)."""
@@ -174,6 +222,7 @@ def run_objective(
         device: ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
         threads: torch CPU threads.
         optimizer: makes the optimiser (default AdamW); the learning-rate schedule wraps it.
+            Not used when the objective brings its own (:meth:`Objective.optimisation`).
         on_step: called with the step count after every optimiser step.
     """
     if threads is not None:
@@ -199,11 +248,18 @@ class _Loop:
         if ctx.distributed:
             ids = [ctx.device.index] if ctx.device.type == "cuda" else None
             self.model = DistributedDataParallel(self.net, device_ids=ids)
-        self.optimizer = optimizer(self.net, s)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer,
-            lambda i: lr_factor(i, steps=s.steps, warmup=s.warmup, schedule=s.schedule),
-        )
+        own = objective.optimisation(s)
+        if own is None:
+            opt = optimizer(self.net, s)
+            own = Optimisation(
+                opt,
+                torch.optim.lr_scheduler.LambdaLR(
+                    opt,
+                    lambda i: lr_factor(i, steps=s.steps, warmup=s.warmup, schedule=s.schedule),
+                ),
+            )
+        self.optimizer, self.scheduler = own.optimizer, own.scheduler
+        self.scheduler_advances = own.advances
         self.checkpoint_path = s.out / "checkpoints" / CHECKPOINT_FILE
         self.log = MetricsLog(s.out / "metrics.jsonl")
         self.step, self.elapsed = 0, 0.0
@@ -249,10 +305,11 @@ class _Loop:
                 f"{self.checkpoint_path} was written by a run with other settings; use another "
                 "--out or restore them:\n  " + "\n  ".join(differences)
             )
-        if state["data_fingerprint"] != self.objective.fingerprint:
+        saved_fingerprint = state.get("data_fingerprint")  # absent: an older checkpoint
+        if saved_fingerprint is not None and saved_fingerprint != self.objective.fingerprint:
             raise LatentChessError(
                 f"{self.checkpoint_path} was trained on other data (fingerprint "
-                f"{state['data_fingerprint']!r}, now {self.objective.fingerprint!r})"
+                f"{saved_fingerprint!r}, now {self.objective.fingerprint!r})"
             )
         self.net.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
@@ -402,7 +459,9 @@ class _Loop:
                 if s.grad_clip > 0:
                     torch.nn.utils.clip_grad_norm_(self.net.parameters(), s.grad_clip)
                 self.optimizer.step()
-                self.scheduler.step()
+                self.objective.after_step(self.step + 1)
+                if self.scheduler_advances is None or self.scheduler_advances(self.step):
+                    self.scheduler.step()
                 self.step += 1
                 seconds = time.monotonic() - tick
                 self.elapsed += seconds
@@ -426,6 +485,7 @@ class _Loop:
                             "lr": self.scheduler.get_last_lr()[0],
                             s.rate_key: rate,
                             "elapsed_s": self.elapsed,
+                            **self.objective.train_record(self.step),
                         }
                     )
                     if ctx.is_main:
