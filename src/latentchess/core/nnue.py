@@ -1,4 +1,4 @@
-"""The native core's NNUE from Python: where networks live, loading, features, evaluator names.
+"""The native core's NNUE from Python: where networks live, loading, evaluator names.
 
 This module is light (no torch): the alpha-beta engine and ``latentchess uci`` read networks
 through it; training and export live in :mod:`latentchess.nnue`.
@@ -14,8 +14,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import chess
-
 from latentchess.errors import EngineError
 
 __all__ = [
@@ -25,7 +23,6 @@ __all__ = [
     "native_module",
     "resolve_evaluator",
     "load_network",
-    "native_features",
 ]
 
 BUILTIN_EVALUATORS = ("hce", "pesto")
@@ -82,9 +79,3 @@ def load_network(path: str | Path | None = None) -> Any:
         return native_module().NnueNetwork.load(str(path))
     except ValueError as error:
         raise EngineError(str(error)) from error
-
-
-def native_features(board: chess.Board, perspective: chess.Color, feature_set: str) -> list[int]:
-    """Active features from the core (equal to ``features.perspective_features``)."""
-    position = native_module().Position(board.fen())
-    return list(native_module().nnue_features(position, 0 if perspective else 1, feature_set))

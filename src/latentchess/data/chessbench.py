@@ -71,7 +71,6 @@ __all__ = [
     "BagReader",
     "write_bag",
     "encode_varint",
-    "decode_varint",
     "encode_state_value",
     "encode_action_value",
     "encode_behavioral_cloning",
@@ -183,18 +182,6 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
                 raise _CorruptRecordError(f"varint value {value} does not fit in 64 bits", pos)
             return value, pos + i + 1
     raise _CorruptRecordError(f"varint longer than {_MAX_VARINT_BYTES} bytes", pos)
-
-
-def decode_varint(data: bytes, pos: int = 0) -> tuple[int, int]:
-    """Read an unsigned LEB128 varint at ``pos``; return ``(value, position after it)``.
-
-    Raises:
-        DataFormatError: the varint runs past the end, is longer than 10 bytes or exceeds 64 bits.
-    """
-    try:
-        return _read_varint(data, pos)
-    except _CorruptRecordError as corrupt:
-        raise _record_error(corrupt, None) from None
 
 
 def _read_text(data: bytes, start: int, end: int, what: str) -> str:

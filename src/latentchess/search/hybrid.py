@@ -44,7 +44,6 @@ __all__ = [
     "CandidateProposer",
     "HorizonResult",
     "HorizonSearch",
-    "ScorerProposer",
     "ply_one_orders",
 ]
 
@@ -84,31 +83,6 @@ class CandidateProposer(Protocol):
     def propose(self, board: chess.Board, deadline: float | None) -> list[Candidate]:
         """All legal moves of ``board`` ranked best first, within ``deadline`` (monotonic s)."""
         ...
-
-
-class ScorerProposer:
-    """The one-ply proposer: each child scored once by a :class:`BatchScorer` (one batch).
-
-    Args:
-        scorer: the batched scorer.
-        draw_score: the scorer's value of a drawn position (White's view).
-    """
-
-    def __init__(self, scorer: BatchScorer, *, draw_score: float = 0.0) -> None:
-        self.scorer = scorer
-        self.draw_score = draw_score
-
-    def propose(self, board: chess.Board, deadline: float | None) -> list[Candidate]:
-        """Rank the root moves by the scores of their children (``deadline`` is not needed)."""
-        native = Board.from_chess(board)
-        sign = 1.0 if board.turn == chess.WHITE else -1.0
-        values, _ = _child_values(native, self.scorer, sign, self.draw_score, ply=1)
-        order = np.argsort(-values, kind="stable")
-        expansion_moves = native.legal_moves()
-        return [
-            Candidate(move=expansion_moves[i], score=float(values[i]), rank=rank)
-            for rank, i in enumerate(order.tolist())
-        ]
 
 
 def _child_values(
