@@ -9,7 +9,7 @@ from pathlib import Path
 import chess
 import chess.engine
 
-from latentchess.engines.base import Analysis
+from latentchess.engines.base import Analysis, Engine
 
 STOCKFISH = shutil.which("stockfish") or shutil.which("stockfish", path="/usr/games")
 
@@ -20,7 +20,7 @@ def require_stockfish() -> str:
     return STOCKFISH
 
 
-class FirstMoveEngine:
+class FirstMoveEngine(Engine):
     """Plays the first legal move in UCI order (deterministic and weak)."""
 
     def __init__(self, name: str = "first") -> None:

@@ -209,9 +209,10 @@ def uci_session_target(lines: Sequence[str], model_dir: Path, *, switching: bool
     model)."""
     import torch
 
+    from latentchess.engines.latent import LatentEngine
+    from latentchess.engines.registry import create_engine, parse_engine_spec
     from latentchess.search import SearchConfig
     from latentchess.uci import Go, UciSession, parse_command
-    from latentchess.uci.switch import EngineSwitchSession, LatentDefaults
 
     output: list[str] = []
     lock = threading.Lock()
@@ -220,21 +221,26 @@ def uci_session_target(lines: Sequence[str], model_dir: Path, *, switching: bool
         with lock:
             output.append(line)
 
+    def factory(text: str) -> LatentEngine | object:  # "latent" is the fuzz model at depth 2
+        spec = parse_engine_spec(text)
+        if spec.kind == "latent":
+            params = {"model": str(model_dir), "precision": "fp32", "depth": "2", **spec.params}
+            text = "latent:" + ",".join(f"{key}={value}" for key, value in params.items())
+        return create_engine(text, wait=False)  # type: ignore[return-value]
+
     threads = torch.get_num_threads()
-    session: UciSession | EngineSwitchSession
     if switching:
-        latent = LatentDefaults(model=model_dir, config=SearchConfig(depth=2), precision="fp32")
-        session = EngineSwitchSession(write, spec="ab:hash=2", latent=latent)
+        session = UciSession(write, spec="ab:hash=2", factory=factory)
     else:
-        session = UciSession(write, model=model_dir, config=SearchConfig(depth=2), precision="fp32")
+        engine = LatentEngine(None, SearchConfig(depth=2), model_path=model_dir, precision="fp32")
+        session = UciSession(write, spec="latent", engine=engine)
     asked: list[chess.Board | None] = []  # the position at each go
     try:
         session.handle_line("uci")
         for line in [*lines, "isready"]:
             command = parse_command(line)
             if isinstance(command, Go):
-                current = session.session if isinstance(session, EngineSwitchSession) else session
-                board = current.board
+                board = session.board
                 asked.append(None if board is None else board.copy())
             if not session.handle_line(line):
                 break  # quit

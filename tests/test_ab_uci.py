@@ -14,16 +14,16 @@ from latentchess.engines.ab import AlphaBetaEngine
 from latentchess.evaluation.limits import parse_limit
 from latentchess.evaluation.match import MatchConfig, Player, run_match
 from latentchess.evaluation.openings import Opening
-from latentchess.uci.spec_session import SpecSession
+from latentchess.uci.session import UciSession
 from uci_fixtures import SessionTranscript
 
 
 class Transcript(SessionTranscript):
-    """A SpecSession for the ab engine fed line by line, its output collected."""
+    """The UCI session around an ab engine, fed line by line, its output collected."""
 
     def __init__(self) -> None:
         engine = AlphaBetaEngine(name="ab")
-        super().__init__(lambda write: SpecSession(write, engine=engine, name="latentchess ab"))
+        super().__init__(lambda write: UciSession(write, spec="ab", engine=engine))
 
     def strings(self) -> list[str]:
         return self.infos()
@@ -62,7 +62,8 @@ def test_garbage_bad_positions_and_illegal_moves_are_refused() -> None:
     strings = " | ".join(t.strings())
     assert "unknown command" in strings and "bad FEN" in strings and "illegal move" in strings
     t.send("setoption name Threads value 2", "setoption name Hash value x")
-    assert "must lie in [1, 1]" in " ".join(t.strings())
+    strings = " ".join(t.strings())
+    assert "'Threads' to be at most 1" in strings and "expected integer" in strings
     t.send("position fen 7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", "go depth 3")  # stalemate
     assert t.wait_for("bestmove") == "bestmove 0000"
     t.send("quit")

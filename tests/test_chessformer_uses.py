@@ -92,11 +92,11 @@ def test_ablation_variants_run_forward_and_see_their_inputs(changes: dict[str, o
 
 
 def test_chessformer_uci_options_and_value_head_score() -> None:
-    from latentchess.uci.spec_session import SpecSession
+    from latentchess.uci.session import UciSession
 
     engine = create_engine("chessformer")  # the shipped human model
     transcript = SessionTranscript(
-        lambda write: SpecSession(write, engine=engine, name="latentchess chessformer")
+        lambda write: UciSession(write, spec="chessformer", engine=engine)
     )
     transcript.send("uci")
     transcript.wait_for("uciok")
@@ -114,12 +114,12 @@ def test_chessformer_uci_options_and_value_head_score() -> None:
     transcript.send("setoption name OppoElo value 2000")
     assert (engine.self_elo, engine.oppo_elo) == (1234, 2000)
     bad = {
-        "setoption name SelfElo value 9000": "must lie in [0, 5000]",
-        "setoption name Elo value strong": "needs an integer rating",
+        "setoption name SelfElo value 9000": "'SelfElo' to be at most 5000",
+        "setoption name Elo value strong": "expected integer for spin option 'Elo'",
         "setoption name Temperature value hot": "needs a number",
         "setoption name Temperature value nan": "must lie in [0, 100]",
         "setoption name TopP value 1.5": "must lie in (0, 1]",
-        "setoption name CfMode value search": "must be one of",
+        "setoption name CfMode value search": "invalid value for combo option 'CfMode'",
     }
     for command, message in bad.items():
         before = len(transcript.infos())

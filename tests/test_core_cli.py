@@ -57,7 +57,7 @@ def test_perft_command_refuses_a_bad_fen(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_uci_go_perft() -> None:
     lines: list[str] = []
-    session = UciSession(lines.append, model="/nonexistent")
+    session = UciSession(lines.append, spec="random")
     for command in ("position startpos moves e2e4 e7e5", "go perft 3"):
         session.handle_line(command)
     counts, total = _parse(lines)

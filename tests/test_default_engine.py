@@ -19,7 +19,7 @@ from latentchess.cli import main
 from latentchess.engines.default import DEFAULT_ENGINE_SPEC
 from latentchess.models import Encoder, EncoderConfig
 from latentchess.models.io import save_model
-from latentchess.uci.switch import EngineSwitchSession
+from latentchess.uci.session import UciSession
 from uci_fixtures import SessionTranscript
 
 MICRO = EncoderConfig(name="micro", layers=1, hidden=32, heads=4, mlp=64, dim=16)
@@ -67,9 +67,9 @@ def test_play_against_the_default(
 def test_latent_options_need_engine_latent(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bestmove", "startpos", "--model", "somewhere"]) == 2
     err = capsys.readouterr().err
-    assert "--model is an option of the latent engine" in err and "--engine latent" in err
-    assert main(["uci", "--depth", "4", "--width", "2"]) == 2  # uci: --depth is latent's too
-    assert "--depth, --width are options of the latent engine" in capsys.readouterr().err
+    assert "unknown ab option 'model'" in err and "--engine latent" in err
+    assert main(["uci", "--depth", "4", "--width", "2"]) == 2  # uci: ab:depth=4,width=2
+    assert "unknown ab option 'width'" in capsys.readouterr().err
 
 
 def test_latent_is_one_option_away(model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -77,12 +77,12 @@ def test_latent_is_one_option_away(model_dir: Path, capsys: pytest.CaptureFixtur
     assert main([*args, "--depth", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert chess.Move.from_uci(report["bestmove"]) in chess.Board().legal_moves
-    assert report["depth"] == 1 and "cache_hits" in report  # the latent engine's own report
+    assert report["depth"] == 1 and report["engine"] == f"latent:model={model_dir}"
     spec = f"latent:model={model_dir},depth=1,width=2"
     assert main(["analyse", "startpos", "--engine", spec, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert len(report["moves"]) == 20 and report["depth"] == 1
-    assert all(-1.0 <= row["axis"] <= 1.0 for row in report["moves"])
+    assert all(-1.0 <= row["score"] <= 1.0 for row in report["moves"])  # axis values
     assert main(["bestmove", "startpos", "--engine", "latent:warp=9"]) == 2
     assert "unknown latent engine options ['warp']" in capsys.readouterr().err
 
@@ -91,10 +91,10 @@ def test_latent_is_one_option_away(model_dir: Path, capsys: pytest.CaptureFixtur
 
 
 class Transcript(SessionTranscript):
-    """An EngineSwitchSession (``latentchess uci``) fed line by line."""
+    """The session of ``latentchess uci`` fed line by line."""
 
     def __init__(self, spec: str = DEFAULT_ENGINE_SPEC) -> None:
-        super().__init__(lambda write: EngineSwitchSession(write, spec=spec))  # type: ignore[arg-type, return-value]
+        super().__init__(lambda write: UciSession(write, spec=spec))
 
     def bestmove(self) -> chess.Move:
         return chess.Move.from_uci(self.wait_for("bestmove").split()[1])
@@ -120,16 +120,16 @@ def test_engine_option_switches_to_latent_and_back(model_dir: Path) -> None:
     t.send(f"setoption name Engine value latent:model={model_dir},depth=1", "isready")
     t.wait_for("readyok")  # after the model has loaded: its hash is announced
     strings = " | ".join(t.infos())
-    assert "engine now latent:" in strings and "Depth" in strings and " sha256 " in strings
-    latent = t.session.session  # type: ignore[attr-defined]
-    assert (latent.options.hash_mb, latent.options.move_overhead_ms) == (8, 70)  # replayed
-    assert (latent.options.depth, latent.options.width) == (1, 2)  # the spec's depth wins
+    assert "engine now latent:" in strings and "Depth" in strings and "model_sha256=" in strings
+    latent = {option.name: option.option.default for option in t.session.engine.options()}
+    assert (latent["Hash"], latent["Move Overhead"]) == (8, 70)  # replayed
+    assert (latent["Depth"], latent["Width"]) == (1, 2)  # the spec's depth wins
     t.send("position startpos moves e2e4", "go depth 1")
     board = chess.Board()
     board.push_uci("e2e4")
     assert t.exactly_one_bestmove() in board.legal_moves
     t.send("uci")
-    assert t.wait_for("id name") == "id name latentchess"
+    assert t.wait_for("id name") == f"id name latentchess latent:model={model_dir},depth=1"
     assert t.wait_for("option name") == (
         f"option name Engine type string default latent:model={model_dir},depth=1"
     )
@@ -146,7 +146,7 @@ def test_bad_engine_specs_are_refused_and_the_engine_stays(model_dir: Path) -> N
     t.send("setoption name Engine value warp:9")  # stops the infinite search: its bestmove
     assert t.exactly_one_bestmove() in chess.Board().legal_moves
     for spec, problem in (
-        ("latent:warp=9", "unknown key(s) ['warp']"),
+        ("latent:warp=9", "unknown latent engine options ['warp']"),
         ("latent:depth=deep", "not a valid int"),
         (f"latent:model={model_dir / 'nowhere'}", "no model directory"),
         ("stockfish:path=/nonexistent/stockfish", "Engine 'stockfish:path="),
@@ -167,7 +167,7 @@ def test_latent_at_start_up_keeps_its_session(model_dir: Path) -> None:
     t = Transcript(f"latent:model={model_dir},depth=2,mode=beam")
     t.send("uci", "isready")
     t.wait_for("readyok")
-    assert any(" sha256 " in line for line in t.infos())
+    assert any("model_sha256=" in line for line in t.infos())
     t.send("position fen 6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "go mate 1")
     assert t.exactly_one_bestmove() == chess.Move.from_uci("a1a8")
     assert "go mate 1" in " ".join(t.infos())  # the latent session's own go mate report

@@ -165,7 +165,7 @@ def test_bestmove_command(model_dir: Path, capsys: pytest.CaptureFixture[str]) -
     fen = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"
     assert main(["bestmove", fen, *LATENT, str(model_dir), "--mode", "beam", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["bestmove"] == "a1a8" and report["score"] == "#+1"
+    assert report["bestmove"] == "a1a8" and report["score"] == "mate 1"
 
 
 def test_analyse_command(model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -177,7 +177,7 @@ def test_analyse_command(model_dir: Path, capsys: pytest.CaptureFixture[str]) ->
     assert len(report["moves"]) == board.legal_moves.count()
     assert report["moves"][0]["move"] == report["bestmove"]
     assert all(0.0 <= row["win_prob_white"] <= 1.0 for row in report["moves"])
-    assert all(-1.0 <= row["axis"] <= 1.0 for row in report["moves"])
+    assert all(-1.0 <= row["score"] <= 1.0 for row in report["moves"])  # axis values
     assert main(args) == 0
     table = capsys.readouterr().out
     assert "rank" in table and "P(White)" in table and table.count("\n") > 20
@@ -192,7 +192,7 @@ def test_commands_refuse_bad_input(model_dir: Path, capsys: pytest.CaptureFixtur
     assert "width" in capsys.readouterr().err
     missing = str(model_dir.parent / "nowhere")
     assert main(["bestmove", "startpos", *LATENT, missing]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    assert "no model directory" in capsys.readouterr().err
     # 'uci' takes its limits from each 'go'; it must not accept limit flags it would ignore.
     with pytest.raises(SystemExit):
         main(["uci", *LATENT, str(model_dir), "--time", "1"])
@@ -259,5 +259,5 @@ def test_play_command_with_piped_input(model_dir: Path) -> None:
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
-    assert "latent-minimax-d1-w3 plays" in completed.stdout
+    assert f"latent:model={model_dir} plays" in completed.stdout
     assert "Game abandoned" in completed.stdout

@@ -16,7 +16,7 @@ from latentchess.engines.hybrid import HybridConfig, HybridEngine, LatentPropose
 from latentchess.engines.latent import LatentEngine
 from latentchess.errors import EngineError
 from latentchess.search.hybrid import Candidate, HorizonSearch, ply_one_orders
-from latentchess.uci.spec_session import SpecSession
+from latentchess.uci.session import UciSession
 
 # Legal's mate: 1.Nf6+ gxf6 2.Bxf7# (mate in 2).
 MATE_IN_TWO = "r2qkb1r/pp2nppp/3p4/2pNN1B1/2BnP3/3P4/PPP2PPP/R2bK2R w KQkq - 1 10"
@@ -227,7 +227,7 @@ def test_uci_transcript(latent: LatentEngine) -> None:
         if line.startswith("bestmove"):
             done.set()
 
-    session = SpecSession(write, engine=_hybrid(latent), name="latentchess hybrid")
+    session = UciSession(write, spec="hybrid", engine=_hybrid(latent))
     session.handle_line("uci")
     assert "option name HybridMode type combo default verify var verify var order var horizon" in (
         lines

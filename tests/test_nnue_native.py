@@ -170,7 +170,7 @@ def test_search_with_nnue_and_bad_files(network_dir: Path, tmp_path: Path) -> No
 def test_engine_spec_and_uci_evalfile(network_dir: Path, tmp_path: Path) -> None:
     from latentchess.engines.ab import AlphaBetaConfig, AlphaBetaEngine
     from latentchess.engines.registry import create_engine
-    from latentchess.uci.spec_session import SpecSession
+    from latentchess.uci.session import UciSession
 
     engine = create_engine(f"ab:eval={network_dir},depth=2")
     assert engine.play(chess.Board(), chess.engine.Limit(depth=2)) in chess.Board().legal_moves
@@ -178,7 +178,7 @@ def test_engine_spec_and_uci_evalfile(network_dir: Path, tmp_path: Path) -> None
         create_engine("ab:eval=nope")
     lines: list[str] = []
     ab = AlphaBetaEngine(AlphaBetaConfig(evaluator="hce"))
-    session = SpecSession(lines.append, engine=ab, name="ab")
+    session = UciSession(lines.append, spec="ab:eval=hce", engine=ab)
     session.handle_line("uci")
     assert "option name EvalFile type string default hce" in lines
     session.handle_line(f"setoption name EvalFile value {network_dir}")

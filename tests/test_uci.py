@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import chess
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from latentchess.engines.latent import LatentEngine
 from latentchess.models import Encoder, EncoderConfig
 from latentchess.models.io import save_model
 from latentchess.search import SearchConfig
@@ -122,10 +124,15 @@ def test_build_position_moves_and_repairs() -> None:
 
 
 class Transcript(SessionTranscript):
-    """Feeds lines to a UciSession (built with ``options``) and collects what it writes."""
+    """Feeds lines to a UciSession around a latent engine (its model loading in the background,
+    as ``latentchess uci --engine latent`` starts it) and collects what it writes."""
 
-    def __init__(self, **options: object) -> None:
-        super().__init__(lambda write: UciSession(write, **options))  # type: ignore[arg-type]
+    def __init__(self, model: Path, config: SearchConfig | None = None) -> None:
+        def make(write: Callable[[str], None]) -> UciSession:
+            engine = LatentEngine(None, config, model_path=model, precision="fp32")
+            return UciSession(write, spec="latent", engine=engine)
+
+        super().__init__(make)
 
 
 def bestmove(transcript: Transcript) -> str:
@@ -135,7 +142,7 @@ def bestmove(transcript: Transcript) -> str:
 def test_handshake_options_and_a_search(model_dir: Path) -> None:
     t = Transcript(model=model_dir, config=SearchConfig(depth=3))
     t.send("uci")
-    assert t.wait_for("id name").endswith("latentchess")
+    assert t.wait_for("id name") == "id name latentchess latent"
     t.wait_for("uciok")
     names = [line.split(" type ")[0] for line in t.lines if line.startswith("option name")]
     for option in ("Model", "Depth", "Width", "Mode", "Threads", "Hash", "Move Overhead"):
@@ -153,7 +160,9 @@ def test_handshake_options_and_a_search(model_dir: Path) -> None:
     assert all(" score cp " in line or " score mate " in line for line in info)
     assert all(" nodes " in line and " nps " in line and " pv " in line for line in info)
     # Search options rebuild the engine around the loaded model; they do not reload it.
-    model = t.session.model
+    engine = t.session.engine
+    assert isinstance(engine, LatentEngine)
+    model = engine.model
     t.send(
         "setoption name Width value 2",
         "setoption name Mode value beam",
@@ -161,8 +170,7 @@ def test_handshake_options_and_a_search(model_dir: Path) -> None:
     )
     t.send("isready")
     t.wait_for("readyok")
-    engine = t.session.engine
-    assert t.session.model is model and engine is not None
+    assert t.session.engine is engine and engine.model is model
     assert (engine.config.width, engine.config.mode) == (2, "beam")
     assert engine.config.cache_size == 1_000_000 // 220
     assert t.send("quit") is False
@@ -188,10 +196,10 @@ def test_malformed_and_invalid_input_is_reported_not_fatal(model_dir: Path) -> N
         "unknown command",
         "no white king",
         "illegal move 2 'e2e4'",
-        "needs an integer",
-        "must lie in [1, 256]",
+        "expected integer for spin option 'Depth'",
+        "option 'Width' to be at least 1",
         "unknown option 'Warp Drive'",
-        "minimax or beam",
+        "available: minimax, beam",
     ):
         assert needle in infos, needle
     # Still no valid position: go answers 0000.
@@ -289,7 +297,7 @@ def test_game_with_a_clock_through_python_chess(model_dir: Path) -> None:
     increment = 0.05
     board = chess.Board()
     with chess.engine.SimpleEngine.popen_uci(command, timeout=60) as engine:
-        assert engine.id["name"] == "latentchess"
+        assert engine.id["name"] == f"latentchess latent:model={model_dir}"
         engine.configure({"Depth": 6, "Move Overhead": 30})
         engine.ping()  # isready: waits for the model
         while not board.is_game_over() and len(board.move_stack) < 24:
@@ -362,13 +370,16 @@ class FailingModel:
         return self._model.win_probability(score)  # type: ignore[attr-defined]
 
 
-def failing_loader(**failure: object) -> object:
-    from latentchess.models.io import load_model
+def load_failing(monkeypatch: pytest.MonkeyPatch, **failure: object) -> None:
+    """Make the latent engine's model loader return a :class:`FailingModel`."""
+    import latentchess.models.io as model_io
 
-    def load(path: str, precision: str) -> object:
-        return FailingModel(load_model(Path(path), precision="fp32"), **failure)
+    load_model = model_io.load_model
 
-    return load
+    def load(path: object, **options: object) -> object:
+        return FailingModel(load_model(path, precision="fp32"), **failure)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(model_io, "load_model", load)
 
 
 @pytest.mark.parametrize(
@@ -376,18 +387,21 @@ def failing_loader(**failure: object) -> object:
     [
         ({"fail_after": 2}, "go depth 2", "search failed (RuntimeError"),  # in the search thread
         ({"fail_after": 2}, "go infinite", "search failed (RuntimeError"),
-        ({"calibrate": False}, "go depth 2", "go failed (ArithmeticError"),  # before the thread
+        ({"calibrate": False}, "go depth 2", "calibration table is corrupt"),  # at loading
         ({}, "go movetime 1" + "0" * 400, None),  # overflowed converting ms to seconds
     ],
 )
 def test_every_failure_after_go_yields_exactly_one_bestmove(
-    model_dir: Path, failure: dict, go: str, expected: str | None
+    model_dir: Path,
+    failure: dict,
+    go: str,
+    expected: str | None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Failed before the fix for the last two: no bestmove at all (and no readyok after the
     failure before the search thread)."""
-    t = Transcript(
-        model=model_dir, config=SearchConfig(depth=2), model_loader=failing_loader(**failure)
-    )
+    load_failing(monkeypatch, **failure)
+    t = Transcript(model=model_dir, config=SearchConfig(depth=2))
     board = chess.Board()
     board.push_uci("e2e4")
     t.send("position startpos moves e2e4", go)

@@ -159,21 +159,15 @@ def _analysis(
     """Part 1: the engine's analysis of one position, its best lines next to the referee."""
     print(f"== {spec} analyses {board.fen()} ({limit_text}) ==")
     print(board.unicode(borders=False, empty_square="·"))
-    search = getattr(engine, "search", None)
-    if search is not None and hasattr(engine, "set_hash"):  # ab: three lines, one search
-        outcome = search(board, limit, multipv=min(3, board.legal_moves.count()))
-        info = outcome.info
-        lines = [(line.pv, line.score_cp, line.mate) for line in info.lines]
-        summary = (
-            f"depth {info.depth}/{info.seldepth}  nodes {outcome.nodes:,}  nps {info.nps:,}  "
-            f"{outcome.time_s * 1000:.0f} ms"
-        )
-    else:
-        analysis = engine.analyse(board, limit)
-        lines = [(analysis.pv, analysis.score_cp, analysis.mate)] if analysis.pv else []
-        summary = (
-            f"depth {analysis.depth}  nodes {analysis.nodes:,}  {analysis.time_s * 1000:.0f} ms"
-        )
+    if any(option.name == "MultiPV" for option in engine.options()):  # three lines, one search
+        engine.set_option("MultiPV", min(3, board.legal_moves.count()))
+    analysis = engine.analyse(board, limit)
+    lines = [(row.pv, row.score_cp, row.mate) for row in analysis.moves if row.pv]
+    if not lines and analysis.pv:
+        lines = [(analysis.pv, analysis.score_cp, analysis.mate)]
+    reach = f"depth {analysis.depth}" + (f"/{analysis.seldepth}" if analysis.seldepth else "")
+    speed = f"  nps {analysis.nps:,}" if analysis.nps else ""
+    summary = f"{reach}  nodes {analysis.nodes:,}{speed}  {analysis.time_s * 1000:.0f} ms"
     if not lines:
         print("no move found")
         return

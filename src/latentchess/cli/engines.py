@@ -1,9 +1,11 @@
-"""Subcommands of this area (see latentchess.cli): ``uci``, ``bestmove``, ``analyse``, ``play``.
+"""Subcommands of this area (see latentchess.cli): ``uci``, ``bestmove``, ``analyse``, ``play``,
+``bench``.
 
 All take ``--engine SPEC`` (default :data:`~latentchess.engines.default.DEFAULT_ENGINE_SPEC`, the
-strongest engine measured here); ``--engine latent`` is the latent planner, whose options
-``--model DIR``, ``--width``, ``--mode``, ``--precision`` and ``--threads`` (and, for ``uci``,
-``--depth``) are refused with any other engine rather than silently ignored. Heavy imports
+strongest engine measured here) and treat every engine alike, through
+:class:`~latentchess.engines.base.Engine`. ``--model``, ``--width``, ``--mode``, ``--precision``
+and ``--threads`` are shorthand for the spec's ``KEY=VALUE`` pairs (``--engine latent --model DIR``
+is ``--engine latent:model=DIR``); an engine that does not know a key refuses it. Heavy imports
 (torch, the model, the native core) happen inside the handlers.
 """
 
@@ -13,25 +15,21 @@ import argparse
 import json
 import random
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
-from latentchess.engines.default import (
-    DEFAULT_ENGINE_SPEC,
-    DEFAULT_MOVE_TIME_S,
-    LATENT_ENGINE_KIND,
-)
+from latentchess.engines.default import DEFAULT_ENGINE_SPEC, DEFAULT_MOVE_TIME_S
 from latentchess.errors import EngineError, InvalidFenError
-from latentchess.search import MODES, SearchConfig
 
 if TYPE_CHECKING:
     import chess
     import chess.engine
 
-    from latentchess.engines.latent import LatentEngine
+    from latentchess.engines.base import Analysis, Engine
     from latentchess.engines.registry import EngineSpec
 
-_LATENT_FLAGS = ("model", "depth", "width", "mode", "precision", "threads")
-"""Options of the latent engine (``--depth`` is also every engine's limit, except in uci)."""
+_SPEC_FLAGS = ("model", "width", "mode", "precision", "threads")
+"""Flags that add ``KEY=VALUE`` to the engine spec (``--depth`` too, for ``uci``)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -41,10 +39,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help=f"speak UCI on stdin/stdout (GUIs, cutechess, lichess-bot) as {DEFAULT_ENGINE_SPEC!r} "
         "or the --engine spec",
         description=f"Speak UCI on stdin/stdout with the engine --engine names (default "
-        f"{DEFAULT_ENGINE_SPEC!r}); the UCI option 'Engine' switches it in a running session. The "
-        "latent engine's model loads in the background after 'uci'.",
+        f"{DEFAULT_ENGINE_SPEC!r}); the UCI option 'Engine' switches it in a running session. An "
+        "engine's slow set-up (the latent model) runs in the background; 'isready' waits for it.",
     )
-    _search_arguments(uci, limits=False)  # each UCI 'go' carries its own limits
+    _spec_arguments(uci, limits=False)  # each UCI 'go' carries its own limits
     _engine_argument(uci)
     uci.set_defaults(func=_uci)
 
@@ -54,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description="Print the move (UCI) on stdout and the search summary on stderr.",
     )
     _position_arguments(best)
-    _search_arguments(best)
+    _spec_arguments(best)
     _engine_argument(best)
     best.add_argument("--json", action="store_true", help="print a JSON object instead")
     best.set_defaults(func=_bestmove)
@@ -62,23 +60,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     analyse = subparsers.add_parser(
         "analyse",
         help="analyse a position: best move, score, principal variation, best lines",
-        description=(
-            f"Search a position. With {DEFAULT_ENGINE_SPEC!r} (the default): the best move, its "
-            "score, depth, nodes and speed, and the --multipv best lines. With --engine latent: "
-            "each legal move with its rank, the axis projection of the position after it, its "
-            "searched value, and the calibrated win probability and centipawns."
-        ),
+        description="Search a position: the best move, its score, depth, nodes and speed, and "
+        "the engine's root moves best first (MultiPV lines for engines with a MultiPV option; "
+        "the latent planner scores every legal move with its calibrated win probability).",
     )
     _position_arguments(analyse)
-    _search_arguments(analyse)
+    _spec_arguments(analyse)
     _engine_argument(analyse)
     analyse.add_argument(
         "--multipv",
         type=int,
         default=3,
         metavar="N",
-        help="ab engine: the N best moves, each with its line (0: every legal move; default: "
-        "%(default)s); the latent engine always lists every legal move",
+        help="engines with a MultiPV option: the N best moves, each with its line (0: every "
+        "legal move; default: %(default)s)",
     )
     analyse.add_argument("--json", action="store_true", help="print JSON instead of a table")
     analyse.set_defaults(func=_analyse)
@@ -106,41 +101,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="the colour you play (default: white)",
     )
     play.add_argument("--fen", help="start from this position instead of the standard one")
-    _search_arguments(play)
+    _spec_arguments(play)
     _engine_argument(play)
     play.set_defaults(func=_play)
 
 
-def _search_arguments(parser: argparse.ArgumentParser, *, limits: bool = True) -> None:
-    defaults = SearchConfig()
-    latent = "latent engine: "
-    parser.add_argument(
-        "--model", metavar="DIR", help=f"{latent}model directory (default: the shipped model)"
-    )
-    parser.add_argument(
-        "--depth",
-        type=int,
-        help=f"depth limit in plies (default: {defaults.depth} for the latent engine; other "
-        f"engines think {DEFAULT_MOVE_TIME_S:g} s per move when no --depth/--time/--nodes)"
-        if limits
-        else f"{latent}search plies (default: {defaults.depth})",
-    )
-    parser.add_argument("--width", type=int, help=f"{latent}top-k (default: {defaults.width})")
-    parser.add_argument(
-        "--mode", choices=MODES, help=f"{latent}search mode (default: {defaults.mode})"
-    )
-    parser.add_argument(
-        "--precision",
-        choices=("auto", "fp32", "int8", "bf16"),
-        help=f"{latent}model precision (default: auto: measured per machine, or "
-        "$LATENTCHESS_PRECISION)",
-    )
-    parser.add_argument("--threads", type=int, help=f"{latent}torch CPU threads (default: 1)")
+def _spec_arguments(parser: argparse.ArgumentParser, *, limits: bool = True) -> None:
+    shorthand = "adds KEY=VALUE to the engine spec: "
+    parser.add_argument("--model", metavar="DIR", help=f"{shorthand}model=DIR (latent, hybrid)")
     if limits:
+        parser.add_argument(
+            "--depth",
+            type=int,
+            help=f"depth limit in plies (default: the engine's own; {DEFAULT_MOVE_TIME_S:g} s per "
+            "move for engines without a configured depth)",
+        )
         parser.add_argument("--time", type=float, metavar="SECONDS", help="time limit per move")
         parser.add_argument(
             "--nodes", type=int, help="node limit per move (latent engine: positions embedded)"
         )
+    else:
+        parser.add_argument("--depth", type=int, help=f"{shorthand}depth=N")
+    parser.add_argument("--width", type=int, help=f"{shorthand}width=K (latent top-k)")
+    parser.add_argument("--mode", help=f"{shorthand}mode=M (latent: minimax or beam)")
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "int8", "bf16"),
+        help=f"{shorthand}precision=P (latent model precision)",
+    )
+    parser.add_argument("--threads", type=int, help=f"{shorthand}threads=N")
 
 
 def _engine_argument(parser: argparse.ArgumentParser) -> None:
@@ -153,51 +142,75 @@ def _engine_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _engine_spec(args: argparse.Namespace, *, depth_is_latent: bool = False) -> EngineSpec:
-    """The spec ``--engine`` names (default: the default engine); refuses latent-only flags
-    given to another engine.
+def _engine_spec(args: argparse.Namespace, *, depth_in_spec: bool = False) -> EngineSpec:
+    """The spec ``--engine`` names (default: the default engine) with the shorthand flags'
+    ``KEY=VALUE`` pairs added (the spec's own pairs win).
 
     Raises:
-        EngineError: a bad spec, or a latent engine option with another engine.
+        EngineError: a bad spec.
     """
     from latentchess.engines.registry import parse_engine_spec
 
-    spec = parse_engine_spec(args.engine or DEFAULT_ENGINE_SPEC)
-    if spec.kind != LATENT_ENGINE_KIND:
-        flags = [flag for flag in _LATENT_FLAGS if flag != "depth" or depth_is_latent]
-        given = [f"--{flag}" for flag in flags if getattr(args, flag, None) is not None]
-        if given:
+    text = (args.engine or DEFAULT_ENGINE_SPEC).strip()
+    spec = parse_engine_spec(text)
+    flags = (*_SPEC_FLAGS, "depth") if depth_in_spec else _SPEC_FLAGS
+    named = {key.lower() for key in spec.params}
+    pairs = [
+        f"{flag}={getattr(args, flag)}"
+        for flag in flags
+        if getattr(args, flag, None) is not None and flag not in named
+    ]
+    if not pairs:
+        return spec
+    return parse_engine_spec(text + ("," if ":" in text else ":") + ",".join(pairs))
+
+
+def _create(args: argparse.Namespace, spec: EngineSpec) -> Engine:
+    """The engine; a key it does not know is reported with the flag that set it."""
+    from latentchess.engines.registry import create_engine
+
+    try:
+        return create_engine(spec)
+    except EngineError as error:
+        given = [f"--{flag}" for flag in _SPEC_FLAGS if getattr(args, flag, None) is not None]
+        if given and args.engine is None:
             raise EngineError(
-                f"{', '.join(given)} {'is an option' if len(given) == 1 else 'are options'} of "
-                f"the latent engine, not of {spec.text!r}; add --engine latent "
-                f"(the default engine is {DEFAULT_ENGINE_SPEC!r})"
-            )
-    return spec
+                f"{error} ({', '.join(given)} set spec keys of {spec.text!r}; the default engine "
+                f"is {DEFAULT_ENGINE_SPEC!r}: add e.g. --engine latent)"
+            ) from None
+        raise
 
 
-def _spec_limit(args: argparse.Namespace) -> chess.engine.Limit:
-    """``--depth``/``--time``/``--nodes``, or :data:`DEFAULT_MOVE_TIME_S` when none is given."""
+def _limit(args: argparse.Namespace, engine: Engine) -> chess.engine.Limit:
+    """``--depth``/``--time``/``--nodes``, or the engine's default limit when none is given."""
     import chess.engine
 
     if args.depth is None and args.time is None and args.nodes is None:
-        return chess.engine.Limit(time=DEFAULT_MOVE_TIME_S)
+        return engine.default_limit()
     return chess.engine.Limit(depth=args.depth, time=args.time, nodes=args.nodes)
 
 
-def _score_text(mate: int | None, cp: int | None) -> str:
+def _score_text(analysis: Analysis) -> str:
     """UCI-style score from the side to move's view: ``cp 35``, ``mate 2``, ``mate -1``."""
-    return f"mate {mate}" if mate is not None else f"cp {cp}"
+    if analysis.mate is not None:
+        return f"mate {analysis.mate}"
+    return f"cp {analysis.score_cp}" if analysis.score_cp is not None else "none"
 
 
-def _spec_bestmove(args: argparse.Namespace, board: chess.Board, spec: EngineSpec) -> int:
-    from latentchess.engines.registry import create_engine
+def _uci(args: argparse.Namespace) -> int:
+    from latentchess.uci import run
 
-    engine = create_engine(spec)
+    return run(spec=_engine_spec(args, depth_in_spec=True).text)
+
+
+def _bestmove(args: argparse.Namespace) -> int:
+    board = _board(args)
+    spec = _engine_spec(args)
+    engine = _create(args, spec)
     try:
-        analysis = engine.analyse(board, _spec_limit(args))
+        analysis = engine.go(board, _limit(args, engine), stop=threading.Event())
     finally:
         engine.close()
-    score = _score_text(analysis.mate, analysis.score_cp)
     move = analysis.best_move
     if args.json:
         print(
@@ -207,7 +220,7 @@ def _spec_bestmove(args: argparse.Namespace, board: chess.Board, spec: EngineSpe
                     "engine": spec.text,
                     "bestmove": move.uci() if move else None,
                     "san": board.san(move) if move else None,
-                    "score": score,
+                    "score": _score_text(analysis),
                     "pv": [m.uci() for m in analysis.pv],
                     "depth": analysis.depth,
                     "nodes": analysis.nodes,
@@ -218,232 +231,59 @@ def _spec_bestmove(args: argparse.Namespace, board: chess.Board, spec: EngineSpe
         return 0
     print(move.uci() if move else "0000")
     print(
-        f"{spec.text}: depth {analysis.depth} score {score} nodes {analysis.nodes} "
-        f"time {analysis.time_s:.2f}s pv {' '.join(m.uci() for m in analysis.pv)}",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def _spec_analyse(args: argparse.Namespace, board: chess.Board, spec: EngineSpec) -> int:
-    import chess
-
-    from latentchess.engines.ab import AlphaBetaEngine
-    from latentchess.engines.registry import create_engine
-
-    if not any(board.generate_legal_moves()):
-        print(f"{board.fen()}  ({'White' if board.turn else 'Black'} to move)")
-        print("no legal moves: " + ("checkmate" if board.is_check() else "stalemate"))
-        return 0
-    engine = create_engine(spec)
-    seldepth: int | None = None
-    nps: int | None = None
-    try:
-        if isinstance(engine, AlphaBetaEngine):  # the best lines, as a MultiPV search
-            count = board.legal_moves.count()
-            lines_wanted = count if args.multipv == 0 else min(args.multipv, count)
-            outcome = engine.search(board, _spec_limit(args), multipv=lines_wanted)
-            lines = [
-                (line.pv, _score_text(line.mate, line.score_cp)) for line in outcome.info.lines
-            ]
-            depth, nodes, seconds = outcome.info.depth, outcome.nodes, outcome.time_s
-            seldepth, nps = outcome.info.seldepth, outcome.info.nps
-        else:
-            analysis = engine.analyse(board, _spec_limit(args))
-            score = _score_text(analysis.mate, analysis.score_cp)
-            lines = [(analysis.pv, score)] if analysis.pv else []
-            depth, nodes, seconds = analysis.depth, analysis.nodes, analysis.time_s
-    finally:
-        engine.close()
-    rows = [
-        {
-            "rank": rank,
-            "move": pv[0].uci(),
-            "san": board.san(pv[0]),
-            "score": score,
-            "pv": [m.uci() for m in pv],
-        }
-        for rank, (pv, score) in enumerate(lines, 1)
-    ]
-    if args.json:
-        best = rows[0] if rows else None
-        print(
-            json.dumps(
-                {
-                    "fen": board.fen(),
-                    "engine": spec.text,
-                    "bestmove": best["move"] if best else None,
-                    "score": best["score"] if best else None,
-                    "pv": best["pv"] if best else [],
-                    "depth": depth,
-                    "seldepth": seldepth,
-                    "nodes": nodes,
-                    "nps": nps,
-                    "time_s": seconds,
-                    "moves": rows,
-                },
-                indent=2,
-            )
-        )
-        return 0
-    print(f"{board.fen()}  ({'White' if board.turn else 'Black'} to move)")
-    if not rows:
-        print(f"{spec.text}: no move found (depth {depth}, nodes {nodes})")
-        return 0
-    speed = f"  nps {nps:,}" if nps else ""
-    reach = f"depth {depth}" + (f"/{seldepth}" if seldepth else "")
-    print(
-        f"best {rows[0]['san']}  score {rows[0]['score']}  {reach}  nodes {nodes:,}{speed}  "
-        f"time {seconds:.2f}s  ({spec.text})"
-    )
-    print(f"pv {board.variation_san([chess.Move.from_uci(m) for m in rows[0]['pv']])}")
-    print(f"{'rank':>4}  {'move':<7} {'score':>10}  line")
-    for row in rows:
-        pv = board.variation_san([chess.Move.from_uci(m) for m in row["pv"]])
-        print(f"{row['rank']:>4}  {row['san']:<7} {row['score']:>10}  {pv}")
-    return 0
-
-
-def _position_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("fen", metavar="FEN", help="the position ('startpos' for the standard one)")
-    parser.add_argument("--moves", nargs="*", default=[], metavar="UCI", help="moves to play first")
-
-
-def _latent_flags(args: argparse.Namespace, spec: EngineSpec | None = None) -> dict[str, Any]:
-    """The latent engine's options: the flags given, then the spec's ``KEY=VALUE`` pairs."""
-    options: dict[str, Any] = {
-        flag: getattr(args, flag) for flag in _LATENT_FLAGS if getattr(args, flag, None) is not None
-    }
-    if spec is not None:
-        options.update({key.lower(): value for key, value in spec.params.items()})
-    return options
-
-
-def _config(options: dict[str, Any]) -> SearchConfig:
-    from latentchess.engines.latent import search_config_from_options
-
-    return search_config_from_options(options)
-
-
-def _engine(args: argparse.Namespace, spec: EngineSpec) -> LatentEngine:
-    from latentchess.engines.latent import LatentEngine
-
-    options = _latent_flags(args, spec)
-    model = options.pop("model", None)
-    options.setdefault("threads", 1)
-    if spec.name != spec.text:
-        options["name"] = spec.name
-    return LatentEngine.from_options(model, **options)
-
-
-def _limit(args: argparse.Namespace) -> chess.engine.Limit:
-    import chess.engine
-
-    return chess.engine.Limit(time=args.time, nodes=args.nodes)
-
-
-def _board(args: argparse.Namespace) -> chess.Board:
-    from latentchess.uci import Position, PositionError, build_position
-
-    fen = None if args.fen == "startpos" else args.fen
-    try:
-        board, warnings = build_position(Position(fen, tuple(args.moves)))
-    except PositionError as error:
-        raise InvalidFenError(args.fen, str(error)) from None
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    return board
-
-
-def _uci(args: argparse.Namespace) -> int:
-    from latentchess.uci import run
-    from latentchess.uci.switch import EngineSwitchSession, LatentDefaults
-
-    spec = _engine_spec(args, depth_is_latent=True)
-    flags = _latent_flags(args)
-    latent = LatentDefaults(
-        model=flags.pop("model", None),
-        config=_config(flags),
-        threads=flags.get("threads", 1),
-        precision=flags.get("precision", "auto"),
-    )
-    return run(make_session=lambda write: EngineSwitchSession(write, spec=spec.text, latent=latent))
-
-
-def _bestmove(args: argparse.Namespace) -> int:
-    board = _board(args)
-    spec = _engine_spec(args)
-    if spec.kind != LATENT_ENGINE_KIND:
-        return _spec_bestmove(args, board, spec)
-    engine = _engine(args, spec)
-    result = engine.search(board, _limit(args))
-    score = engine.pov_score(result.value, board.turn).relative
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "fen": board.fen(),
-                    "bestmove": result.move.uci() if result.move else None,
-                    "san": board.san(result.move) if result.move else None,
-                    "score": str(score),
-                    "pv": [m.uci() for m in result.pv],
-                    "depth": result.depth,
-                    "nodes": result.nodes,
-                    "cache_hits": result.cache_hits,
-                    "time_s": result.time_s,
-                }
-            )
-        )
-        return 0
-    print(result.move.uci() if result.move else "0000")
-    print(
-        f"depth {result.depth} score {score} nodes {result.nodes} "
-        f"time {result.time_s:.2f}s pv {' '.join(m.uci() for m in result.pv)}",
+        f"{spec.text}: depth {analysis.depth} score {_score_text(analysis)} nodes "
+        f"{analysis.nodes} time {analysis.time_s:.2f}s pv {' '.join(m.uci() for m in analysis.pv)}",
         file=sys.stderr,
     )
     return 0
 
 
 def _analyse(args: argparse.Namespace) -> int:
-    from latentchess.engines.latent import ranked_root_moves
+    import chess
 
     board = _board(args)
     spec = _engine_spec(args)
     if args.multipv < 0:
         raise EngineError(f"--multipv must be >= 0, got {args.multipv!r}")
-    if spec.kind != LATENT_ENGINE_KIND:
-        return _spec_analyse(args, board, spec)
-    engine = _engine(args, spec)
-    result = engine.search(board, _limit(args), exact_root=True)
-    rows: list[dict[str, Any]] = []
-    for rank, root in enumerate(ranked_root_moves(result, board.turn), 1):
-        value = root.static if root.value is None else root.value
-        score = engine.pov_score(value, board.turn).relative
-        rows.append(
-            {
-                "rank": rank,
-                "move": root.move.uci(),
-                "san": board.san(root.move),
-                "axis": root.static,
-                "value": root.value,
-                "exact": root.exact,
-                "win_prob_white": engine.win_probability(value),
-                "score": str(score),
-            }
-        )
-    best_score = engine.pov_score(result.value, board.turn).relative
+    if not any(board.generate_legal_moves()):
+        print(f"{board.fen()}  ({'White' if board.turn else 'Black'} to move)")
+        print("no legal moves: " + ("checkmate" if board.is_check() else "stalemate"))
+        return 0
+    engine = _create(args, spec)
+    try:
+        if any(option.name == "MultiPV" for option in engine.options()):
+            count = board.legal_moves.count()
+            engine.set_option("MultiPV", count if args.multipv == 0 else min(args.multipv, count))
+        analysis = engine.analyse(board, _limit(args, engine))
+    finally:
+        engine.close()
+    rows: list[dict[str, Any]] = [
+        {
+            "rank": row.rank,
+            "move": row.move.uci(),
+            "san": board.san(row.move),
+            "score": row.uci_score() or row.score,
+            "win_prob_white": row.win_prob_white,
+            "pv": [m.uci() for m in row.pv],
+        }
+        for row in analysis.moves
+    ]
+    best = analysis.best_move
     if args.json:
         print(
             json.dumps(
                 {
                     "fen": board.fen(),
-                    "bestmove": result.move.uci() if result.move else None,
-                    "score": str(best_score),
-                    "pv": [m.uci() for m in result.pv],
-                    "depth": result.depth,
-                    "mode": result.mode,
-                    "nodes": result.nodes,
-                    "time_s": result.time_s,
+                    "engine": spec.text,
+                    "bestmove": best.uci() if best else None,
+                    "score": _score_text(analysis),
+                    "win_prob_white": analysis.win_prob_white,
+                    "pv": [m.uci() for m in analysis.pv],
+                    "depth": analysis.depth,
+                    "seldepth": analysis.seldepth,
+                    "nodes": analysis.nodes,
+                    "nps": analysis.nps,
+                    "time_s": analysis.time_s,
                     "moves": rows,
                 },
                 indent=2,
@@ -451,23 +291,22 @@ def _analyse(args: argparse.Namespace) -> int:
         )
         return 0
     print(f"{board.fen()}  ({'White' if board.turn else 'Black'} to move)")
-    if result.move is None:
-        print("no legal moves: " + ("checkmate" if board.is_check() else "stalemate"))
+    if best is None:
+        print(f"{spec.text}: no move found (depth {analysis.depth}, nodes {analysis.nodes})")
         return 0
-    pv = board.variation_san(result.pv)
+    speed = f"  nps {analysis.nps:,}" if analysis.nps else ""
+    reach = f"depth {analysis.depth}" + (f"/{analysis.seldepth}" if analysis.seldepth else "")
     print(
-        f"best {board.san(result.move)}  score {best_score}  depth {result.depth} ({result.mode})  "
-        f"nodes {result.nodes}  time {result.time_s:.2f}s\npv {pv}"
+        f"best {board.san(best)}  score {_score_text(analysis)}  {reach}  nodes "
+        f"{analysis.nodes:,}{speed}  time {analysis.time_s:.2f}s  ({spec.text})"
     )
-    print(f"{'rank':>4}  {'move':<7} {'axis':>7} {'searched':>9} {'P(White)':>8} {'score':>10}")
+    print(f"pv {board.variation_san(analysis.pv)}")
+    print(f"{'rank':>4}  {'move':<7} {'score':>10} {'P(White)':>8}  line")
     for row in rows:
-        searched = "" if row["value"] is None else f"{row['value']:+.4f}"
-        if row["value"] is not None and not row["exact"]:
-            searched = ("<=" if board.turn else ">=") + searched
-        print(
-            f"{row['rank']:>4}  {row['san']:<7} {row['axis']:+7.4f} {searched:>9} "
-            f"{row['win_prob_white']:8.3f} {row['score']:>10}"
-        )
+        line = board.variation_san([chess.Move.from_uci(m) for m in row["pv"]])
+        chance = "" if row["win_prob_white"] is None else f"{row['win_prob_white']:.3f}"
+        score = row["score"] if isinstance(row["score"], str) else f"{row['score']:+.4f}"
+        print(f"{row['rank']:>4}  {row['san']:<7} {score:>10} {chance:>8}  {line}")
     return 0
 
 
@@ -483,23 +322,37 @@ def _play(args: argparse.Namespace) -> int:
     color = {"white": chess.WHITE, "black": chess.BLACK}.get(args.color)
     if color is None:
         color = random.choice([chess.WHITE, chess.BLACK])
-    spec = _engine_spec(args)
-    if spec.kind != LATENT_ENGINE_KIND:
-        from latentchess.engines.registry import create_engine
-
-        engine: Any = create_engine(spec)
-        limit = _spec_limit(args)
-    else:
-        engine, limit = _engine(args, spec), _limit(args)
-    play_terminal(
-        engine,
-        human=color,
-        board=board,
-        limit=limit,
-        input_stream=sys.stdin,
-        output=sys.stdout,
-    )
+    engine = _create(args, _engine_spec(args))
+    try:
+        play_terminal(
+            engine,
+            human=color,
+            board=board,
+            limit=_limit(args, engine),
+            input_stream=sys.stdin,
+            output=sys.stdout,
+        )
+    finally:
+        engine.close()
     return 0
+
+
+def _position_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("fen", metavar="FEN", help="the position ('startpos' for the standard one)")
+    parser.add_argument("--moves", nargs="*", default=[], metavar="UCI", help="moves to play first")
+
+
+def _board(args: argparse.Namespace) -> chess.Board:
+    from latentchess.uci import Position, PositionError, build_position
+
+    fen = None if args.fen == "startpos" else args.fen
+    try:
+        board, warnings = build_position(Position(fen, tuple(args.moves)))
+    except PositionError as error:
+        raise InvalidFenError(args.fen, str(error)) from None
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return board
 
 
 def _bench(args: argparse.Namespace) -> int:

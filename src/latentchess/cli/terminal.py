@@ -8,6 +8,7 @@ Other commands: ``help``, ``moves`` (list the legal moves), ``undo`` (take back 
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, TextIO
 
 import chess
@@ -15,7 +16,6 @@ import chess.engine
 
 if TYPE_CHECKING:
     from latentchess.engines.base import Engine
-    from latentchess.engines.latent import LatentEngine
 
 __all__ = ["render", "parse_move", "play_terminal"]
 
@@ -79,7 +79,7 @@ def _outcome_text(board: chess.Board) -> str | None:
 
 
 def play_terminal(
-    engine: LatentEngine | Engine,
+    engine: Engine,
     *,
     human: chess.Color,
     board: chess.Board | None = None,
@@ -99,9 +99,7 @@ def play_terminal(
     """
     board = board or chess.Board()
     limit = limit or chess.engine.Limit()
-    new_game = getattr(engine, "new_game", None)
-    if new_game is not None:
-        new_game()
+    engine.new_game()
 
     def say(text: str = "") -> None:
         output.write(text + "\n")
@@ -115,8 +113,8 @@ def play_terminal(
         if finished is not None:
             say(finished)
             return board.outcome(claim_draw=True).result()  # type: ignore[union-attr]
-        if board.turn != human and not hasattr(engine, "pov_score"):  # any other Engine
-            analysis = engine.analyse(board, limit)
+        if board.turn != human:
+            analysis = engine.go(board, limit, stop=threading.Event())
             assert analysis.best_move is not None
             score = f"#{analysis.mate}" if analysis.mate is not None else f"{analysis.score_cp}cp"
             say(
@@ -124,16 +122,6 @@ def play_terminal(
                 f"(score {score}, depth {analysis.depth}, {analysis.time_s:.1f}s)"
             )
             board.push(analysis.best_move)
-            continue
-        if board.turn != human:
-            result = engine.search(board, limit)
-            assert result.move is not None
-            score = engine.pov_score(result.value, board.turn).relative
-            say(
-                f"{engine.name} plays {board.san(result.move)} "
-                f"(score {score}, depth {result.depth}, {result.time_s:.1f}s)"
-            )
-            board.push(result.move)
             continue
         while True:
             output.write(f"Your move ({board.fullmove_number}{'.' if board.turn else '...'}): ")

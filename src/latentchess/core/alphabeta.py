@@ -30,6 +30,7 @@ __all__ = [
     "SearchOutcome",
     "StopSignal",
     "native_position",
+    "time_budget_ms",
 ]
 
 PRUNING = {
@@ -185,6 +186,40 @@ def _info(raw: dict[str, Any], board: chess.Board) -> SearchInfo:
     )
 
 
+def _limits(
+    board_turn: chess.Color, limit: chess.engine.Limit, *, move_overhead_ms: int, spent_s: float
+) -> Any:
+    """The core's ``SearchLimits`` for python-chess limits (clocks: the side to move's)."""
+    limits = _native().SearchLimits()
+    limits.move_overhead_ms = max(0, int(move_overhead_ms))
+    limits.spent_ms = max(0, int(spent_s * 1000))
+    if limit.depth is not None:
+        limits.depth = max(1, int(limit.depth))
+    if limit.nodes is not None:
+        limits.nodes = max(1, int(limit.nodes))
+    if limit.mate is not None:
+        limits.mate_in = max(1, int(limit.mate))
+    if limit.time is not None:
+        limits.movetime_ms = max(1, int(limit.time * 1000))
+    clock = limit.white_clock if board_turn == chess.WHITE else limit.black_clock
+    increment = limit.white_inc if board_turn == chess.WHITE else limit.black_inc
+    if clock is not None:
+        limits.time_left_ms = max(0, int(clock * 1000))
+        limits.increment_ms = max(0, int((increment or 0.0) * 1000))
+        limits.moves_to_go = int(limit.remaining_moves or 0)
+    return limits
+
+
+def time_budget_ms(
+    limit: chess.engine.Limit, turn: chess.Color, *, move_overhead_ms: int = 30
+) -> tuple[int, int]:
+    """``(soft, hard)`` milliseconds the native time manager gives a move (-1: no limit)."""
+    soft, hard = _native().time_budget(
+        _limits(turn, limit, move_overhead_ms=move_overhead_ms, spent_s=0.0)
+    )
+    return int(soft), int(hard)
+
+
 class AlphaBeta:
     """The native alpha-beta engine: one transposition table and evaluator across searches.
 
@@ -256,31 +291,13 @@ class AlphaBeta:
                 the first plies: listed quiet moves are tried in this order and reduced by rank.
             disabled_pruning: names of :data:`PRUNING` switched off (for measurements).
         """
-        native = _native()
-        limits = native.SearchLimits()
+        limits = _limits(board.turn, limit, move_overhead_ms=move_overhead_ms, spent_s=spent_s)
         limits.multipv = max(1, int(multipv))
         limits.infinite = bool(infinite)
-        limits.move_overhead_ms = max(0, int(move_overhead_ms))
-        limits.spent_ms = max(0, int(spent_s * 1000))
         for name in disabled_pruning:
             if name not in PRUNING:
                 raise EngineError(f"unknown pruning {name!r}; known: {', '.join(PRUNING)}")
             setattr(limits, PRUNING[name], False)
-        if limit.depth is not None:
-            limits.depth = max(1, int(limit.depth))
-        if limit.nodes is not None:
-            limits.nodes = max(1, int(limit.nodes))
-        if limit.mate is not None:
-            limits.mate_in = max(1, int(limit.mate))
-        if limit.time is not None:
-            limits.movetime_ms = max(1, int(limit.time * 1000))
-        clock = limit.white_clock if board.turn == chess.WHITE else limit.black_clock
-        increment = limit.white_inc if board.turn == chess.WHITE else limit.black_inc
-        if clock is not None:
-            limits.time_left_ms = max(0, int(clock * 1000))
-            limits.increment_ms = max(0, int((increment or 0.0) * 1000))
-            limits.moves_to_go = int(limit.remaining_moves or 0)
-
         if search_moves:
             limits.search_moves = [move_to_bits(move) for move in search_moves]
         for key, moves in (move_orders or {}).items():

@@ -7,6 +7,7 @@ Spec examples: ``ab`` (= ``ab:eval=nnue``, the shipped network), ``ab:eval=hce``
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -15,9 +16,20 @@ from dataclasses import dataclass
 import chess
 import chess.engine
 
-from latentchess.core.alphabeta import PRUNING, AlphaBeta, SearchInfo, SearchOutcome
+from latentchess.core.alphabeta import PRUNING, AlphaBeta, SearchInfo, SearchLine, SearchOutcome
 from latentchess.core.nnue import resolve_evaluator
-from latentchess.engines.base import Analysis, MoveScore
+from latentchess.engines.base import (
+    Analysis,
+    Engine,
+    EngineOption,
+    InfoCallback,
+    MoveScore,
+    TimeBudget,
+    button,
+    native_time_budget,
+    spin,
+    string,
+)
 from latentchess.engines.default import DEFAULT_EVALUATOR
 from latentchess.errors import EngineError
 
@@ -40,7 +52,8 @@ class AlphaBetaConfig:
         multipv: principal variations reported by :meth:`AlphaBetaEngine.analyse`.
         depth: a cap on every search's depth (None: none).
         nodes: a cap on every search's nodes (None: none).
-        move_overhead_ms: kept back from clocks and move times (transmission, set-up).
+        move_overhead_ms: kept back from clocks and move times (transmission, set-up); 30 ms,
+            the setting every measured ladder ran with.
         no_pruning: pruning (or the singular extension) switched off, to measure it: names of
             ``PRUNING`` (rfp, lmp, see, fp, se).
     """
@@ -51,7 +64,7 @@ class AlphaBetaConfig:
     multipv: int = 1
     depth: int | None = None
     nodes: int | None = None
-    move_overhead_ms: int = 10
+    move_overhead_ms: int = 30
     no_pruning: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
@@ -96,7 +109,7 @@ def _capped(limit: chess.engine.Limit, config: AlphaBetaConfig) -> chess.engine.
     )
 
 
-class AlphaBetaEngine:
+class AlphaBetaEngine(Engine):
     """Our alpha-beta engine over the native core.
 
     Args:
@@ -151,7 +164,35 @@ class AlphaBetaEngine:
         fields["no_pruning"] = frozenset(disabled)
         return cls(AlphaBetaConfig(**fields), name=name)  # type: ignore[arg-type]
 
-    # -- protocol -------------------------------------------------------------------------------
+    # -- options ------------------------------------------------------------------------------
+
+    def options(self) -> list[EngineOption]:
+        """``Hash``, ``Threads``, ``MultiPV``, ``Move Overhead``, ``Clear Hash``, ``EvalFile``."""
+        c = self.config
+        return [
+            spin("Hash", self._search.hash_mb, 1, 65536, self.set_hash, "hash"),
+            spin(
+                "Threads", c.threads, 1, MAX_THREADS, lambda v: self._replace(threads=v), "threads"
+            ),
+            spin("MultiPV", c.multipv, 1, 256, lambda v: self._replace(multipv=v), "multipv"),
+            spin(
+                "Move Overhead",
+                c.move_overhead_ms,
+                0,
+                10000,
+                lambda v: self._replace(move_overhead_ms=v),
+                "overhead",
+            ),
+            button("Clear Hash", self.new_game),
+            string("EvalFile", c.evaluator, self.set_evaluator, "eval"),
+        ]
+
+    def _replace(self, **changes: object) -> None:
+        self.config = dataclasses.replace(self.config, **changes)  # type: ignore[arg-type]
+
+    def provenance(self) -> dict[str, str]:
+        """The evaluator (``nnue:/path`` for a network)."""
+        return {"evaluator": resolve_evaluator(self.config.evaluator)}
 
     def new_game(self) -> None:
         """Forget the previous game (clears the transposition table)."""
@@ -163,18 +204,61 @@ class AlphaBetaEngine:
         Raises:
             EngineError: an unknown name or an unreadable network (the old evaluation stays).
         """
-        config = AlphaBetaConfig(**{**self.config.__dict__, "evaluator": evaluator})
+        config = dataclasses.replace(self.config, evaluator=evaluator)
         self._search = AlphaBeta(config.evaluator, hash_mb=self._search.hash_mb)
         self.config = config
 
     def set_hash(self, hash_mb: int) -> None:
         """Resize the transposition table (clearing it)."""
         self._search.resize(hash_mb)
+        self.config = dataclasses.replace(self.config, hash_mb=hash_mb)
 
     @property
     def hashfull(self) -> int:
         """Permille of the transposition table in use (UCI ``hashfull``)."""
         return int(self._search._engine.hashfull)
+
+    # -- thinking -------------------------------------------------------------------------------
+
+    def time_budget(
+        self, limit: chess.engine.Limit, turn: chess.Color, *, move_overhead_ms: int | None = None
+    ) -> TimeBudget | None:
+        """The native time manager's budget with this engine's move overhead."""
+        overhead = self.config.move_overhead_ms if move_overhead_ms is None else move_overhead_ms
+        return native_time_budget(limit, turn, move_overhead_ms=overhead)
+
+    def supports_search_moves(self) -> bool:
+        """``go searchmoves`` restricts the root."""
+        return True
+
+    def go(
+        self,
+        board: chess.Board,
+        limit: chess.engine.Limit,
+        *,
+        stop: threading.Event,
+        infinite: bool = False,
+        started: float | None = None,
+        search_moves: Sequence[chess.Move] = (),
+        on_info: InfoCallback | None = None,
+    ) -> Analysis:
+        """The iterative search, one ``info`` per iteration and PV line; stops at once."""
+
+        def iteration(info: SearchInfo) -> None:
+            if on_info is not None:
+                for line in info.lines:
+                    on_info(_info_dict(info, line, board.turn))
+
+        outcome = self.search(
+            board,
+            limit,
+            infinite=infinite,
+            stop=stop,
+            started=started,
+            on_iteration=iteration,
+            search_moves=search_moves or None,
+        )
+        return _analysis(board, outcome)
 
     def search(
         self,
@@ -237,27 +321,64 @@ class AlphaBetaEngine:
 
         ``stop`` ends the search early (the web board cancels a search when the game moves on).
         """
-        outcome = self.search(board, limit, stop=stop)
-        info = outcome.info
-        if not info.lines:
-            return Analysis(best_move=None, depth=info.depth, nodes=outcome.nodes)
-        best = info.lines[0]
-        moves = []
-        for line in info.lines:
-            score = line.score()
-            cp = score.score(mate_score=100_000)
-            white_cp = cp if board.turn == chess.WHITE else -(cp or 0)
-            moves.append(MoveScore(move=line.pv[0], score=float(white_cp or 0), rank=line.multipv))
-        return Analysis(
-            best_move=outcome.best_move,
-            pv=list(best.pv),
-            score_cp=best.score_cp,
-            mate=best.mate,
-            depth=info.depth,
-            nodes=outcome.nodes,
-            time_s=outcome.time_s,
-            moves=moves,
-        )
+        return _analysis(board, self.search(board, limit, stop=stop))
 
     def close(self) -> None:
         """Nothing to release beyond memory (the table goes with the object)."""
+
+
+def _info_dict(info: SearchInfo, line: SearchLine, turn: chess.Color) -> chess.engine.InfoDict:
+    """One PV line of one iteration as python-chess's ``info``."""
+    result: chess.engine.InfoDict = {
+        "depth": info.depth,
+        "seldepth": info.seldepth,
+        "multipv": line.multipv,
+        "score": chess.engine.PovScore(line.score(), turn),
+        "nodes": info.nodes,
+        "nps": info.nps,
+        "hashfull": info.hashfull,
+        "time": info.time_s,
+        "pv": list(line.pv),
+    }
+    if line.bound == "lower":
+        result["lowerbound"] = True
+    elif line.bound == "upper":
+        result["upperbound"] = True
+    return result
+
+
+def _analysis(board: chess.Board, outcome: SearchOutcome) -> Analysis:
+    """A search outcome as the protocol's :class:`Analysis` (MultiPV lines as ``moves``)."""
+    info = outcome.info
+    if not info.lines:
+        return Analysis(best_move=outcome.best_move, depth=info.depth, nodes=outcome.nodes)
+    best = info.lines[0]
+    moves = []
+    for line in info.lines:
+        cp = line.score().score(mate_score=100_000)
+        white_cp = cp if board.turn == chess.WHITE else -(cp or 0)
+        moves.append(
+            MoveScore(
+                move=line.pv[0],
+                score=float(white_cp or 0),
+                rank=line.multipv,
+                pv=line.pv,
+                score_cp=line.score_cp,
+                mate=line.mate,
+            )
+        )
+    pv = list(best.pv)
+    if outcome.ponder is not None and len(pv) < 2 and pv and pv[0] == outcome.best_move:
+        pv.append(outcome.ponder)
+    return Analysis(
+        best_move=outcome.best_move,
+        pv=pv,
+        score_cp=best.score_cp,
+        mate=best.mate,
+        depth=info.depth,
+        seldepth=info.seldepth,
+        nodes=outcome.nodes,
+        nps=info.nps,
+        time_s=outcome.time_s,
+        moves=moves,
+    )

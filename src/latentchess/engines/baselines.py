@@ -7,13 +7,13 @@ import random
 import chess
 import chess.engine
 
-from latentchess.engines.base import Analysis
+from latentchess.engines.base import Analysis, Engine
 from latentchess.errors import EngineError
 
 __all__ = ["RandomEngine", "GreedyCaptureEngine"]
 
 
-class RandomEngine:
+class RandomEngine(Engine):
     """Plays a uniformly random legal move (seeded, so games are reproducible).
 
     Args:
@@ -26,9 +26,6 @@ class RandomEngine:
         self.seed = seed
         self._rng = random.Random(seed)
 
-    def new_game(self) -> None:
-        """Nothing to forget between games (the generator keeps running)."""
-
     def play(self, board: chess.Board, limit: chess.engine.Limit) -> chess.Move:
         """A random legal move; ``limit`` is ignored (it answers at once)."""
         moves = list(board.legal_moves)
@@ -40,9 +37,6 @@ class RandomEngine:
         """The move it would play, with no score."""
         move = self.play(board, limit)
         return Analysis(best_move=move, pv=[move], depth=1, nodes=1)
-
-    def close(self) -> None:
-        """Nothing to release."""
 
 
 _PIECE_VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}

@@ -24,7 +24,15 @@ import chess
 import chess.engine
 import numpy as np
 
-from latentchess.engines.base import Analysis, MoveScore
+from latentchess.engines.base import (
+    Analysis,
+    Engine,
+    EngineOption,
+    MoveScore,
+    combo,
+    spin,
+    string,
+)
 from latentchess.errors import EngineError
 from latentchess.winprob import centipawns, white_perspective
 
@@ -44,7 +52,7 @@ def _float_or_none(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-class ChessformerEngine:
+class ChessformerEngine(Engine):
     """The :class:`~latentchess.engines.base.Engine` of a Chessformer model.
 
     Args:
@@ -194,21 +202,24 @@ class ChessformerEngine:
 
     # -- UCI options (Maia-3's) ---------------------------------------------------------------
 
-    def uci_option_lines(self) -> list[str]:
-        """``Elo`` (sets both), ``SelfElo``, ``OppoElo``, ``Temperature``, ``TopP``, ``CfMode``."""
-        spin = f"type spin default {{}} min 0 max {_ELO_MAX}"
-        modes = " ".join(f"var {mode}" for mode in MODES)
+    def options(self) -> list[EngineOption]:
+        """Maia-3's names: ``Elo`` (sets both), ``SelfElo``, ``OppoElo``, ``Temperature``,
+        ``TopP``; and ``CfMode`` (policy or value)."""
+
+        def setter(name: str) -> Any:
+            return lambda value: self._apply_option(name, str(value))
+
         return [
-            f"option name Elo {spin.format(round(self.self_elo))}",
-            f"option name SelfElo {spin.format(round(self.self_elo))}",
-            f"option name OppoElo {spin.format(round(self.oppo_elo))}",
-            f"option name Temperature type string default {self.temperature:g}",
-            f"option name TopP type string default {self.top_p:g}",
-            f"option name CfMode type combo default {self.mode} {modes}",
+            spin("Elo", round(self.self_elo), 0, _ELO_MAX, setter("Elo"), "elo"),
+            spin("SelfElo", round(self.self_elo), 0, _ELO_MAX, setter("SelfElo"), "selfelo"),
+            spin("OppoElo", round(self.oppo_elo), 0, _ELO_MAX, setter("OppoElo"), "oppoelo"),
+            string("Temperature", f"{self.temperature:g}", setter("Temperature"), "temperature"),
+            string("TopP", f"{self.top_p:g}", setter("TopP"), "top_p"),
+            combo("CfMode", self.mode, MODES, setter("CfMode"), "mode"),
         ]
 
-    def set_uci_option(self, name: str, value: str) -> bool:
-        """Apply ``setoption`` for one of :meth:`uci_option_lines`; False for other names.
+    def _apply_option(self, name: str, value: str) -> bool:
+        """Apply one of :meth:`options` by name; False for other names.
 
         Raises:
             EngineError: a value that is not a number or lies outside its range (nothing is

@@ -7,7 +7,7 @@ opponent all start :data:`DEFAULT_ENGINE_SPEC` unless told otherwise (``--engine
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_ENGINE_SPEC", "DEFAULT_EVALUATOR", "LATENT_ENGINE_KIND", "DEFAULT_MOVE_TIME_S"]
+__all__ = ["DEFAULT_ENGINE_SPEC", "DEFAULT_EVALUATOR", "DEFAULT_MOVE_TIME_S"]
 
 DEFAULT_ENGINE_SPEC = "ab"
 """The measured-strongest engine: alpha-beta on the native core with the shipped NNUE.
@@ -29,8 +29,5 @@ shipped NNUE (``weights/nnue-default``). Against the hand-crafted evaluation it 
 [87, 272] Elo at 40,000 nodes per move and +83 [12, 160] at 100 ms per move, 60 games each
 (``benchmarks/results/nnue_distil/``). ``ab:eval=hce`` keeps the hand-crafted one."""
 
-LATENT_ENGINE_KIND = "latent"
-"""The spec kind of the latent planner (SOLIS): the engine this project is about."""
-
 DEFAULT_MOVE_TIME_S = 1.0
-"""Seconds per move for ``bestmove``/``analyse``/``play`` with a non-latent engine and no limit."""
+"""Seconds per move an engine thinks when a caller gives no limit (``Engine.default_limit``)."""

@@ -25,7 +25,7 @@ from typing import Literal
 import chess
 import chess.engine
 
-from latentchess.engines.base import Analysis, MoveScore
+from latentchess.engines.base import Analysis, Engine, EngineOption, InfoCallback, MoveScore
 from latentchess.errors import EngineError
 from latentchess.winprob import score_win_probability
 
@@ -72,7 +72,7 @@ def find_executable(name: str | Path) -> Path:
     return Path(found)
 
 
-class ExternalEngine:
+class ExternalEngine(Engine):
     """An engine process spoken to with UCI or XBoard.
 
     Args:
@@ -124,7 +124,8 @@ class ExternalEngine:
             self._engine = popen(argv, timeout=startup_timeout, stderr=_devnull())
         except (OSError, chess.engine.EngineError, TimeoutError) as error:
             raise EngineError(f"cannot start engine {' '.join(argv)!r}: {error!r}") from error
-        self.name: str = name or str(self._engine.id.get("name", Path(argv[0]).name))
+        self._id_name = str(self._engine.id.get("name", Path(argv[0]).name))
+        self.name: str = name or self._id_name
         try:
             if options:
                 self.configure(options)
@@ -165,6 +166,18 @@ class ExternalEngine:
             ) from error
         self.configured_options.update(resolved)
 
+    def options(self) -> list[EngineOption]:
+        """The process's own declarations (those python-chess manages itself left out)."""
+        return [
+            EngineOption(option, lambda value, name=name: self.configure({name: value}), name)
+            for name, option in self._engine.options.items()
+            if not option.is_managed()
+        ]
+
+    def provenance(self) -> dict[str, str]:
+        """The process's ``id name`` and command."""
+        return {"id_name": self._id_name, "command": " ".join(self.command)}
+
     # --- the Engine interface ----------------------------------------------------------------
 
     def new_game(self) -> None:
@@ -201,6 +214,22 @@ class ExternalEngine:
         if result.move is None:
             raise EngineError(f"engine {self.name!r} returned no move for {board.fen()!r}")
         return result.move
+
+    def go(
+        self,
+        board: chess.Board,
+        limit: chess.engine.Limit,
+        *,
+        stop: threading.Event,
+        infinite: bool = False,
+        started: float | None = None,
+        search_moves: Sequence[chess.Move] = (),
+        on_info: InfoCallback | None = None,
+    ) -> Analysis:
+        """The move the process plays (a weakened engine plays another move than its PV's)."""
+        del stop, infinite, started, search_moves, on_info
+        move = self.play(board, limit)
+        return Analysis(best_move=move, pv=[move])
 
     def analyse(self, board: chess.Board, limit: chess.engine.Limit) -> Analysis:
         """Search ``board`` and report the principal variation and score."""

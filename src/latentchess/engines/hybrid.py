@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import chess
 import chess.engine
 
-from latentchess.engines.base import Analysis, MoveScore
+from latentchess.engines.base import Analysis, Engine, EngineOption, MoveScore, button, combo, spin
 from latentchess.engines.default import DEFAULT_EVALUATOR
 from latentchess.errors import EngineError
 from latentchess.search.hybrid import (
@@ -195,7 +195,7 @@ def _axis_cp(value: float) -> int:
     return round(min(max(centipawns(probability), -10000.0), 10000.0))
 
 
-class HybridEngine:
+class HybridEngine(Engine):
     """Latent planning and the native alpha-beta in one engine (see the module docstring).
 
     Args:
@@ -473,32 +473,19 @@ class HybridEngine:
         assert move is not None
         return move
 
-    def uci_option_lines(self) -> list[str]:
-        """The engine's own UCI options (``HybridMode``, ``HybridK``)."""
-        modes = " ".join(f"var {mode}" for mode in HYBRID_MODES)
+    def options(self) -> list[EngineOption]:
+        """``HybridMode``, ``HybridK`` and ``Clear Hash``."""
         return [
-            f"option name HybridMode type combo default {self.config.mode} {modes}",
-            f"option name HybridK type spin default {self.config.k} min 0 max 256",
+            combo("HybridMode", self.config.mode, HYBRID_MODES, self._set_mode, "mode"),
+            spin("HybridK", self.config.k, 0, 256, self._set_k, "k"),
+            button("Clear Hash", self.new_game),
         ]
 
-    def set_uci_option(self, name: str, value: str) -> bool:
-        """Apply ``setoption`` for one of :meth:`uci_option_lines`; False for other names.
+    def _set_mode(self, mode: str) -> None:
+        self.config = dataclasses.replace(self.config, mode=mode)
 
-        Raises:
-            EngineError: on a bad value.
-        """
-        key = name.lower()
-        if key == "hybridmode":
-            self.config = dataclasses.replace(self.config, mode=value.strip().lower())
-            return True
-        if key == "hybridk":
-            try:
-                k = int(value)
-            except ValueError:
-                raise EngineError(f"option HybridK needs an integer, got {value!r}") from None
-            self.config = dataclasses.replace(self.config, k=k)
-            return True
-        return False
+    def _set_k(self, k: int) -> None:
+        self.config = dataclasses.replace(self.config, k=k)
 
     def info_string(self) -> str:
         """The counters, for a UCI ``info string`` after each search."""

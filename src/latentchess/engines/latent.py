@@ -13,7 +13,6 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +22,23 @@ import numpy as np
 import numpy.typing as npt
 
 from latentchess.batch_keys import tokenize_boards
-from latentchess.engines.base import Analysis, MoveScore
+from latentchess.engines.base import (
+    Analysis,
+    Engine,
+    EngineOption,
+    InfoCallback,
+    MoveScore,
+    TimeBudget,
+    button,
+    combo,
+    spin,
+    string,
+)
 from latentchess.errors import EngineError
 from latentchess.provenance import note_model
 from latentchess.search import (
     MAX_DEPTH,
+    MODES,
     RootMove,
     SearchConfig,
     Searcher,
@@ -49,23 +60,17 @@ __all__ = [
     "calibrated_draw_score",
     "ranked_root_moves",
     "DEFAULT_MOVE_OVERHEAD_S",
+    "BYTES_PER_CACHE_ENTRY",
 ]
 
 DEFAULT_MOVE_OVERHEAD_S = 0.05
 """Seconds reserved per move for process and GUI latency (UCI option ``Move Overhead``)."""
 
+BYTES_PER_CACHE_ENTRY = 220
+"""Rough memory of one cache entry, to turn the ``Hash`` option (MB) into a number of entries."""
 
-@dataclass(frozen=True)
-class TimeBudget:
-    """Thinking time for one move, in seconds from when the request arrived.
-
-    Attributes:
-        soft: start no new iteration after this.
-        hard: abort the running iteration so that the move is sent by this.
-    """
-
-    soft: float
-    hard: float
+PRECISIONS = ("auto", "fp32", "int8", "bf16")
+"""Model precisions (``Precision`` option; ``auto`` is measured per machine)."""
 
 
 def time_budget(
@@ -162,6 +167,7 @@ _ENGINE_OPTIONS = (
     "move_overhead",
     "policy",
     "policy_elo",
+    "hash",
 )
 
 
@@ -203,37 +209,63 @@ def search_config_from_options(
         raise EngineError(f"bad latent engine options {options!r}: {error}") from error
 
 
-class LatentEngine:
+class LatentEngine(Engine):
     """A :class:`~latentchess.models.inference.LatentModel` searching with :class:`Searcher`.
 
+    The model is either given loaded or loaded in the background from ``model_path`` (the UCI
+    session answers ``isready`` when it is there); :meth:`ready` waits for it and raises why it
+    could not be loaded. Search options (``Depth``, ``Width``, ``Mode``, ``Hash``) rebuild the
+    search around the loaded model; ``Model`` and ``Precision`` load another one.
+
     Args:
-        model: the loaded model.
+        model: the loaded model, or ``None`` to load ``model_path``.
         config: search settings; ``draw_score`` is replaced by the model's calibrated draw score
             unless ``draw_score`` is given here.
         name: engine name in PGNs and reports.
         move_overhead_s: seconds reserved per move for communication latency.
         draw_score: override for the axis score of a draw.
+        model_path: the model directory to load when ``model`` is ``None`` (``None``: the
+            default model).
+        precision: ``auto``, ``fp32``, ``int8`` or ``bf16`` (for a model loaded here).
+        device: torch device for a model loaded here (default: CPU, or CUDA when present).
+        threads: torch CPU threads (process-wide; ``None``: leave as is).
     """
 
     def __init__(
         self,
-        model: LatentModel,
+        model: LatentModel | None = None,
         config: SearchConfig | None = None,
         *,
         name: str | None = None,
         move_overhead_s: float = DEFAULT_MOVE_OVERHEAD_S,
         draw_score: float | None = None,
+        model_path: str | Path | None = None,
+        precision: str = "auto",
+        device: str | None = None,
+        threads: int | None = None,
     ) -> None:
         config = config or SearchConfig()
-        self._calibration = calibration(model)
-        score = calibrated_draw_score(self._calibration) if draw_score is None else draw_score
-        self.config = dataclasses.replace(config, draw_score=score)
-        self.model = model
-        note_model(model.provenance())  # for the results of the command that built it
+        self.config = config
         self.name = name or f"latent-{config.mode}-d{config.depth}-w{config.width}"
         self.move_overhead_s = move_overhead_s
-        self.searcher = Searcher(self.score_boards, self.config)
         self.policy: PolicyProposer | None = None
+        self._draw_override = draw_score
+        self._hash_mb: int | None = None  # as set by the Hash option (entries round it down)
+        self._model: LatentModel | None = None
+        self._searcher: Searcher | None = None
+        self._calibration: Callable[[float], float] = lambda score: (score + 1.0) / 2.0
+        self._model_path = None if model_path is None else str(model_path)
+        self._precision, self._device, self._threads = precision, device, threads
+        self._load_error: BaseException | None = None
+        self._loader: threading.Thread | None = None
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        if model is not None:
+            self._install(model)
+        else:
+            self._start_loading()
 
     @classmethod
     def from_options(
@@ -241,19 +273,22 @@ class LatentEngine:
     ) -> LatentEngine:
         """Build an engine from loosely typed options (engine specs, command lines).
 
+        A model given as a directory (or ``None``: the default model) loads in the background;
+        call :meth:`ready` to wait for it.
+
         Args:
             model: a model directory, a loaded model, or ``None`` for the default model.
             **options: :class:`SearchConfig` fields (``mode``, ``depth``, ``width``,
                 ``cache_size``, ``alpha_beta``, ``frontier_batch``, ``leaf_chunk``,
                 ``draw_score``) and
                 ``precision``, ``device``, ``threads`` (torch CPU threads, process-wide),
-                ``name``, ``move_overhead`` (seconds), ``policy`` (``human`` or a Chessformer
-                model directory: its policy picks and orders the root moves the search expands,
-                :mod:`latentchess.search.policy`) and ``policy_elo``; values may be strings.
+                ``name``, ``move_overhead`` (seconds), ``hash`` (MB of cache), ``policy``
+                (``human`` or a Chessformer model directory: its policy picks and orders the
+                root moves the search expands, :mod:`latentchess.search.policy`) and
+                ``policy_elo``; values may be strings.
 
         Raises:
             EngineError: an unknown option or a value of the wrong type.
-            ModelFileError: the model cannot be loaded.
         """
         unknown = set(options) - set(_OPTION_TYPES) - set(_ENGINE_OPTIONS)
         if unknown:
@@ -264,28 +299,32 @@ class LatentEngine:
         draw = options.get("draw_score")
         if draw is not None:
             draw = _coerce("draw_score", draw, float)
-        config = search_config_from_options(
-            {key: value for key, value in options.items() if key != "draw_score"}
-        )
+        fields = {key: value for key, value in options.items() if key != "draw_score"}
+        if options.get("hash") is not None:
+            megabytes = _coerce("hash", options["hash"], int)
+            fields["cache_size"] = max(1, megabytes * 1_000_000 // BYTES_PER_CACHE_ENTRY)
+        config = search_config_from_options(fields)
         threads = _coerce("threads", options.get("threads", 0), int)
-        if threads:
-            import torch
-
-            torch.set_num_threads(threads)
-        if model is None or isinstance(model, str | Path):
-            from latentchess.models.io import load_model
-
-            model = load_model(
-                model,
-                device=options.get("device"),
-                precision=str(options.get("precision", "auto")),
-                threads=threads or None,
-            )
+        precision = str(options.get("precision", "auto"))
+        if precision not in PRECISIONS:
+            raise EngineError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}")
         overhead = _coerce(
             "move_overhead", options.get("move_overhead", DEFAULT_MOVE_OVERHEAD_S), float
         )
+        loaded = model if model is not None and not isinstance(model, str | Path) else None
+        path = model if isinstance(model, str | Path) else None
+        if path is not None and not Path(path).expanduser().is_dir():
+            raise EngineError(f"no model directory {str(path)!r}")
         engine = cls(
-            model, config, name=options.get("name"), move_overhead_s=overhead, draw_score=draw
+            loaded,
+            config,
+            name=options.get("name"),
+            move_overhead_s=overhead,
+            draw_score=draw,
+            model_path=path,
+            precision=precision,
+            device=options.get("device"),
+            threads=threads or None,
         )
         if options.get("policy") is not None:
             from latentchess.search.policy import load_policy
@@ -295,10 +334,157 @@ class LatentEngine:
             engine.set_policy(load_policy(str(options["policy"]), elo=elo))
         return engine
 
+    # -- the model -------------------------------------------------------------------------------
+
+    def _start_loading(self) -> None:
+        self._model, self._searcher, self._load_error = None, None, None
+        self._loader = threading.Thread(target=self._load, name="latentchess-load", daemon=True)
+        self._loader.start()
+
+    def _load(self) -> None:
+        from latentchess.models.io import load_model
+
+        try:
+            model = load_model(
+                self._model_path,
+                device=self._device,
+                precision=self._precision,
+                threads=self._threads,
+            )
+            seconds = _warm_up(model)
+            self._install(model)
+            assert self._searcher is not None
+            self._searcher.seconds_per_position = seconds
+        except Exception as error:  # reported by ready(), never lost in a thread
+            where = self._model_path or "the default model"
+            self._load_error = EngineError(f"cannot load model {where!r}: {error}")
+
+    def _install(self, model: LatentModel) -> None:
+        self._calibration = calibration(model)
+        score = (
+            calibrated_draw_score(self._calibration)
+            if self._draw_override is None
+            else self._draw_override
+        )
+        self.config = dataclasses.replace(self.config, draw_score=score)
+        note_model(model.provenance())  # for the results of the command that built it
+        self._model = model
+        self._rebuild_search()
+
+    def _rebuild_search(self) -> None:
+        old = self._searcher
+        self._searcher = Searcher(self.score_boards, self.config)
+        if old is not None:
+            self._searcher.seconds_per_position = old.seconds_per_position
+        if self.policy is not None:
+            self._searcher.root_policy = self.policy.order
+
+    def ready(self) -> None:
+        """Wait for the model.
+
+        Raises:
+            EngineError: it could not be loaded (the reason).
+        """
+        if self._loader is not None:
+            self._loader.join()
+        if self._model is None:
+            raise self._load_error or EngineError("no model loaded")
+
+    @property
+    def model(self) -> LatentModel:
+        """The loaded model (waits for a background load; raises why it failed)."""
+        self.ready()
+        assert self._model is not None
+        return self._model
+
+    @property
+    def searcher(self) -> Searcher:
+        """The search over the loaded model."""
+        self.ready()
+        assert self._searcher is not None
+        return self._searcher
+
+    def provenance(self) -> dict[str, str]:
+        """The model's path, content hash and precision."""
+        return self.model.provenance()
+
+    # -- options ---------------------------------------------------------------------------------
+
+    def options(self) -> list[EngineOption]:
+        """``Model``, ``Precision``, ``Depth``, ``Width``, ``Mode``, ``Threads``, ``Hash``,
+        ``Move Overhead``, ``Clear Hash``."""
+        import torch
+
+        c = self.config
+        hash_mb = self._hash_mb or max(1, c.cache_size * BYTES_PER_CACHE_ENTRY // 1_000_000)
+        model = self._model_path
+        if model is None:
+            from latentchess.models.io import default_model_path
+
+            model = str(default_model_path())
+        return [
+            string("Model", model, self._set_model, "model"),
+            combo("Precision", self._precision, PRECISIONS, self._set_precision, "precision"),
+            spin("Depth", c.depth, 1, MAX_DEPTH, lambda v: self._configure(depth=v), "depth"),
+            spin("Width", c.width, 1, 256, lambda v: self._configure(width=v), "width"),
+            combo("Mode", c.mode, MODES, lambda v: self._configure(mode=v), "mode"),
+            spin(
+                "Threads",
+                self._threads or torch.get_num_threads(),
+                1,
+                256,
+                self._set_threads,
+                "threads",
+            ),
+            spin("Hash", hash_mb, 1, 65536, self._set_hash, "hash"),
+            spin(
+                "Move Overhead",
+                round(self.move_overhead_s * 1000),
+                0,
+                10000,
+                lambda v: setattr(self, "move_overhead_s", v / 1000.0),
+                None,  # the spec key move_overhead is in seconds
+            ),
+            button("Clear Hash", self.new_game),
+        ]
+
+    def _configure(self, **changes: Any) -> None:
+        self.config = dataclasses.replace(self.config, **changes)
+        if self._searcher is not None:
+            self._rebuild_search()
+
+    def _set_hash(self, megabytes: int) -> None:
+        self._hash_mb = megabytes
+        self._configure(cache_size=max(1, megabytes * 1_000_000 // BYTES_PER_CACHE_ENTRY))
+
+    def _set_threads(self, threads: int) -> None:
+        import torch
+
+        self._threads = threads
+        torch.set_num_threads(threads)
+
+    def _set_model(self, path: str) -> None:
+        if not path:
+            raise EngineError("option 'Model' needs a directory")
+        self.ready_or_failed()
+        self._model_path = path
+        self._start_loading()
+
+    def _set_precision(self, precision: str) -> None:
+        self.ready_or_failed()
+        self._precision = precision
+        self._start_loading()
+
+    def ready_or_failed(self) -> None:
+        """Wait for a background load to end, successful or not."""
+        if self._loader is not None:
+            self._loader.join()
+
     def set_policy(self, policy: PolicyProposer | None) -> None:
         """Let ``policy`` pick and order the root moves the search expands (None: the scores)."""
         self.policy = policy
-        self.searcher.root_policy = None if policy is None else policy.order
+        if self._searcher is not None:
+            self._searcher.root_policy = None if policy is None else policy.order
 
     # -- scoring ---------------------------------------------------------------------------------
 
@@ -316,7 +502,18 @@ class LatentEngine:
         """A search value as a python-chess score from ``turn``'s view (cp or mate)."""
         return pov_score(value, turn, self.win_probability)
 
-    # -- the Engine protocol ---------------------------------------------------------------------
+    # -- thinking --------------------------------------------------------------------------------
+
+    def default_limit(self) -> chess.engine.Limit:
+        """No limit: the configured depth."""
+        return chess.engine.Limit()
+
+    def time_budget(
+        self, limit: chess.engine.Limit, turn: chess.Color, *, move_overhead_ms: int | None = None
+    ) -> TimeBudget | None:
+        """The latent search's own budget (:func:`time_budget`: an even share of 30 moves)."""
+        overhead = self.move_overhead_s if move_overhead_ms is None else move_overhead_ms / 1000
+        return time_budget(limit, turn, overhead_s=overhead)
 
     def search(
         self,
@@ -344,7 +541,7 @@ class LatentEngine:
         started = time.monotonic() if started is None else started
         depth = limit.depth or (MAX_DEPTH if infinite else self.config.depth)
         depth = max(1, min(depth, MAX_DEPTH))
-        budget = time_budget(limit, board.turn, overhead_s=self.move_overhead_s)
+        budget = self.time_budget(limit, board.turn)
         deadline = soft = None
         if budget is not None and not infinite:
             deadline, soft = started + budget.hard, started + budget.soft
@@ -360,6 +557,49 @@ class LatentEngine:
             on_iteration=on_iteration,
             exact_root=exact_root,
         )
+
+    def go(
+        self,
+        board: chess.Board,
+        limit: chess.engine.Limit,
+        *,
+        stop: threading.Event,
+        infinite: bool = False,
+        started: float | None = None,
+        search_moves: Sequence[chess.Move] = (),
+        on_info: InfoCallback | None = None,
+    ) -> Analysis:
+        """The iterative search, one ``info`` per completed iteration."""
+        del search_moves  # not supported (supports_search_moves() is False)
+        if limit.mate is not None and on_info is not None:
+            on_info(
+                {
+                    "string": f"go mate {limit.mate}: searching {limit.depth} plies for a mate "
+                    f"(mates outside the {self.config.width} best moves of a node are "
+                    "not seen)"
+                }
+            )
+
+        def iteration(result: SearchResult) -> None:
+            if on_info is not None:
+                on_info(self._info(result, board.turn))
+
+        result = self.search(
+            board, limit, stop=stop, infinite=infinite, started=started, on_iteration=iteration
+        )
+        return self.to_analysis(board, result)
+
+    def _info(self, result: SearchResult, turn: chess.Color) -> chess.engine.InfoDict:
+        cache = self.searcher.cache
+        return {
+            "depth": result.depth,
+            "score": self.pov_score(result.value, turn),
+            "nodes": result.nodes,
+            "nps": int(result.nps),
+            "hashfull": min(1000, len(cache) * 1000 // cache.capacity),
+            "time": result.time_s,
+            "pv": list(result.pv),
+        }
 
     def play(self, board: chess.Board, limit: chess.engine.Limit) -> chess.Move:
         """The move to play in ``board`` within ``limit``.
@@ -399,19 +639,38 @@ class LatentEngine:
             win_prob_white=self.win_probability(result.value),
             depth=result.depth,
             nodes=result.nodes,
+            nps=int(result.nps),
             time_s=result.time_s,
             moves=moves,
         )
 
     def new_game(self) -> None:
         """Forget history-dependent state and cached scores before a new game."""
-        self.searcher.new_game()
+        if self._searcher is not None:
+            self._searcher.new_game()
         if self.policy is not None:
             self.policy.new_game()
 
     def close(self) -> None:
         """Release the cache; the model stays usable by others holding it."""
-        self.searcher.cache.clear()
+        self.ready_or_failed()
+        if self._searcher is not None:
+            self._searcher.cache.clear()
 
     def __repr__(self) -> str:
         return f"LatentEngine(name={self.name!r}, config={self.config!r})"
+
+
+def _warm_up(model: LatentModel) -> float:
+    """Run the first (slow) forward passes now; returns the measured seconds per position."""
+    start = chess.Board()
+    boards = []
+    for move in start.legal_moves:
+        child = start.copy(stack=False)
+        child.push(move)
+        boards.append(child)
+    tokens = tokenize_boards(boards)
+    model.score_tokens(tokens)
+    began = time.perf_counter()
+    model.score_tokens(tokens)
+    return (time.perf_counter() - began) / len(boards)

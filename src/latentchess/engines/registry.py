@@ -128,14 +128,27 @@ def parse_engine_spec(text: str) -> EngineSpec:
     return EngineSpec(text=stripped, kind=kind, args=tuple(args), params=params, name=name)
 
 
-def create_engine(spec: str | EngineSpec) -> Engine:
+def create_engine(spec: str | EngineSpec, *, wait: bool = True) -> Engine:
     """Start the engine a spec names.
 
+    Args:
+        spec: the spec (text or parsed).
+        wait: wait until it can search (its model loaded: :meth:`Engine.ready`); the UCI
+            session passes False and waits at ``isready``.
+
     Raises:
-        EngineError: on a bad spec, a missing binary or a rejected option.
+        LatentChessError: on a bad spec, a missing binary, a rejected option or (``wait``) a
+            model that cannot be loaded.
     """
     parsed = parse_engine_spec(spec) if isinstance(spec, str) else spec
-    return ENGINES[parsed.kind].build(parsed)
+    engine = ENGINES[parsed.kind].build(parsed)
+    if wait:
+        try:
+            engine.ready()
+        except BaseException:
+            engine.close()
+            raise
+    return engine
 
 
 # --- builders ----------------------------------------------------------------------------------

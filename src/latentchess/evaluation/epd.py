@@ -277,9 +277,7 @@ def run_epd(
     from latentchess.evaluation.workers import map_with_engines
 
     def work(engine: Engine, position: EpdPosition) -> EpdResult:
-        new_game = getattr(engine, "new_game", None)
-        if new_game is not None:
-            new_game()
+        engine.new_game()
         board = chess.Board(position.fen)
         move = engine.play(board, limit)
         if move not in board.legal_moves:

@@ -168,9 +168,7 @@ def play_game(
     end: _GameEnd | None = None
     for color in chess.COLORS:
         try:
-            new_game = getattr(engines[color], "new_game", None)
-            if new_game is not None:
-                new_game()
+            engines[color].new_game()
         except Exception as error:  # a crash before the first move still loses the game
             end = _forfeit(color, "abandoned", f"engine failed to start a game: {error!r}")
             end.crashed.append(chess.COLOR_NAMES[color])
@@ -310,8 +308,8 @@ class _AdjudicationTracker:
 
 def model_provenance(engine: Engine) -> dict[str, str] | None:
     """``{"model", "model_sha256", "precision"}`` of an engine running a latentchess model."""
-    provenance = getattr(getattr(engine, "model", None), "provenance", None)
-    return provenance() if callable(provenance) else None
+    provenance = engine.provenance()
+    return provenance if "model_sha256" in provenance else None
 
 
 def describe_engine(engine: Engine) -> str:

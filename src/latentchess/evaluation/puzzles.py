@@ -243,9 +243,7 @@ class PuzzleResult:
 
 def solve_puzzle(engine: Engine, puzzle: Puzzle, limit: chess.engine.Limit) -> PuzzleResult:
     """Play the solver's side of ``puzzle`` with ``engine`` (see the module docstring)."""
-    new_game = getattr(engine, "new_game", None)
-    if new_game is not None:
-        new_game()
+    engine.new_game()
     board = chess.Board(puzzle.fen)
     board.push_uci(puzzle.moves[0])
     played: list[str] = []

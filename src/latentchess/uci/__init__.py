@@ -6,12 +6,10 @@ Pure functions (``protocol``) parse each input line into a command dataclass
 loop that reads stdin and writes stdout (flushed after every line). The search runs in its own
 thread, so ``stop``, ``isready`` and ``quit`` are answered at once.
 
-Which engine answers: ``latentchess uci`` runs an
-:class:`~latentchess.uci.switch.EngineSwitchSession` (``switch``) on the engine ``--engine`` names,
-by default :data:`~latentchess.engines.default.DEFAULT_ENGINE_SPEC` (``ab``); the ``Engine`` option
-changes it mid-session. The latent planner (``latent[:...]``) runs in :class:`UciSession` itself,
-every other spec in :class:`~latentchess.uci.spec_session.SpecSession` (``spec_session``), which
-keeps the same conversation and swaps the engine hooks.
+Which engine answers: ``latentchess uci`` serves the engine ``--engine`` names, by default
+:data:`~latentchess.engines.default.DEFAULT_ENGINE_SPEC` (``ab``); the ``Engine`` option changes it
+mid-session. Every engine is served by the same :class:`UciSession` from the options it declares
+(:meth:`~latentchess.engines.base.Engine.options`).
 
 Behaviour worth knowing:
 
@@ -22,16 +20,17 @@ Behaviour worth knowing:
   problem; the previous valid position stays current, so a following ``go`` answers a legal move
   for it (or ``bestmove 0000`` if no position was ever set). Inconsistent castling rights or an
   impossible en-passant square are repaired with a warning.
-* ``go`` in a position without legal moves answers ``bestmove 0000``. If the latent model cannot
-  be loaded, ``go`` answers ``info string`` with the reason and a legal fallback move (a capture if
-  any, else the first generated move) so that no game is forfeited; the engine keeps running and a
-  later ``setoption name Model`` can fix it. Should the search itself fail, the
-  first legal move is played.
-* The latent model is loaded in the background after ``uci``; ``isready`` answers ``readyok``
-  once it is loaded (or failed), and time limits of a ``go`` count from when it arrived, so
-  loading time is never taken from the engine's clock unnoticed.
-* ``go ponder`` searches like ``go infinite``; ``ponderhit`` then gives the search the time budget
-  of that ``go``'s clock, counted from the ponderhit.
+* ``go`` in a position without legal moves answers ``bestmove 0000``. If the engine cannot search
+  (the latent model failed to load), ``go`` answers ``info string`` with the reason and a legal
+  fallback move (a capture if any, else the first generated move) so that no game is forfeited;
+  the engine keeps running and a later ``setoption`` (``Model``, ``Engine``) can fix it. Should
+  the search itself fail, the first legal move is played.
+* An engine may finish its set-up in the background (the latent model loads after start-up);
+  ``isready`` answers ``readyok`` once it is ready (or failed), and time limits of a ``go`` count
+  from when it arrived, so loading time is never taken from the engine's clock unnoticed.
+* ``go ponder`` searches like ``go infinite``; ``ponderhit`` then gives the search the engine's
+  own time budget for that ``go``'s clock (:meth:`~latentchess.engines.base.Engine.time_budget`),
+  counted from the ponderhit.
 """
 
 from latentchess.uci.protocol import (
@@ -51,10 +50,11 @@ from latentchess.uci.protocol import (
     UciNewGame,
     Unknown,
     build_position,
+    format_info,
     go_limit,
     parse_command,
 )
-from latentchess.uci.session import BYTES_PER_CACHE_ENTRY, UciSession, format_info, run
+from latentchess.uci.session import ENGINE_OPTION, UciSession, run
 
 __all__ = [
     "Command",
@@ -78,5 +78,5 @@ __all__ = [
     "UciSession",
     "run",
     "format_info",
-    "BYTES_PER_CACHE_ENTRY",
+    "ENGINE_OPTION",
 ]

@@ -31,6 +31,7 @@ __all__ = [
     "build_position",
     "go_limit",
     "mate_depth",
+    "format_info",
     "ENGINE_NAME",
     "ENGINE_AUTHOR",
 ]
@@ -319,7 +320,7 @@ def go_limit(go: Go) -> chess.engine.Limit:
     """A ``go`` command's limits in python-chess terms (seconds).
 
     ``go mate N`` becomes a depth of ``2N - 1`` plies (the smaller one if ``depth`` is given too);
-    the search ends as soon as it proves a mate.
+    the search ends as soon as it proves a mate (``mate`` is kept for engines that stop on it).
     """
 
     def seconds(ms: int | None) -> float | None:
@@ -329,9 +330,40 @@ def go_limit(go: Go) -> chess.engine.Limit:
         time=seconds(go.movetime),
         depth=go.depth if go.mate is None else min(go.depth or MAX_DEPTH, mate_depth(go.mate)),
         nodes=go.nodes,
+        mate=go.mate,
         white_clock=seconds(go.wtime),
         black_clock=seconds(go.btime),
         white_inc=seconds(go.winc),
         black_inc=seconds(go.binc),
         remaining_moves=go.movestogo,
     )
+
+
+def format_info(info: chess.engine.InfoDict) -> str:
+    """One ``info`` line from a python-chess :class:`~chess.engine.InfoDict`, in Stockfish's
+    field order (``depth seldepth multipv score [bound] wdl nodes nps hashfull time pv``);
+    an info with a ``string`` is an ``info string`` line."""
+    if "string" in info:
+        return "info string " + " ".join(str(info["string"]).split())
+    parts = ["info"]
+    for key in ("depth", "seldepth", "multipv"):
+        if key in info:
+            parts += [key, str(info[key])]  # type: ignore[literal-required]
+    if "score" in info:
+        score = info["score"].relative
+        parts += ["score", f"mate {score.mate()}" if score.is_mate() else f"cp {score.score()}"]
+        if info.get("lowerbound"):
+            parts.append("lowerbound")
+        elif info.get("upperbound"):
+            parts.append("upperbound")
+    if "wdl" in info:
+        wdl = info["wdl"].relative
+        parts += ["wdl", str(wdl.wins), str(wdl.draws), str(wdl.losses)]
+    for key in ("nodes", "nps", "hashfull"):
+        if key in info:
+            parts += [key, str(int(info[key]))]  # type: ignore[literal-required]
+    if "time" in info:
+        parts += ["time", str(int(info["time"] * 1000))]
+    if info.get("pv"):
+        parts += ["pv", *(move.uci() for move in info["pv"])]
+    return " ".join(parts)

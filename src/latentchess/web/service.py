@@ -249,10 +249,6 @@ class Service:
         if board.is_game_over(claim_draw=True):
             raise RequestError("the game is over", status=409)
         limit = chess.engine.Limit(time=min(config.movetime_ms / 1000, self.settings.max_think_s))
-        from latentchess.engines.ab import AlphaBetaEngine
-        from latentchess.engines.external import ExternalEngine
-        from latentchess.engines.latent import LatentEngine
-
         with self._thinking(), session.engine_lock:
             if not session.is_current(generation):
                 return None
@@ -264,21 +260,15 @@ class Service:
                     session.engine = build_engine(config, self.model)
                     session.engine_config = config
                 engine = session.engine
-                analysis: Analysis | None = None
-                if isinstance(engine, LatentEngine):  # ours: stoppable, and reports its eval
-                    analysis = engine.to_analysis(board, engine.search(board, limit, stop=stop))
-                elif isinstance(engine, AlphaBetaEngine):  # stoppable too
-                    analysis = engine.analyse(board, limit, stop=stop)
-                elif not isinstance(engine, ExternalEngine):  # their move is their analysis's
-                    analysis = engine.analyse(board, limit)
-                # External engines play, not analyse: a weakened Stockfish plays another move
-                # than its PV's.
-                move = engine.play(board, limit) if analysis is None else analysis.best_move
+                # The search a UCI go runs: stoppable, with the engine's score when it has one
+                # (an external engine's move is the one it plays, not its PV's first).
+                analysis = engine.go(board, limit, stop=stop)
+                move = analysis.best_move
             except (EngineError, chess.engine.EngineError, OSError, ValueError) as error:
                 raise RequestError(f"engine {config.spec_text()!r} failed: {error}", 502) from None
         if move is None or move not in board.legal_moves:
             raise RequestError(f"engine {config.spec_text()!r} returned no legal move", 502)
-        evaluation = None if analysis is None else engine_eval(board, analysis, config.spec_text())
+        evaluation = engine_eval(board, analysis, config.spec_text())
         with session.lock:
             if not session.is_current(generation) or session.board.fen() != board.fen():
                 return None

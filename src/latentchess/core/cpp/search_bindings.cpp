@@ -23,6 +23,7 @@
 #include "position.h"
 #include "search.h"
 #include "see.h"
+#include "timeman.h"
 
 namespace py = pybind11;
 
@@ -218,6 +219,14 @@ void bind_search(py::module_& module) {
       },
       py::arg("position"), py::arg("move"), py::arg("threshold"),
       "Whether the static exchange after a legal move gains at least `threshold` centipawns.");
+  module.def(
+      "time_budget",
+      [](const SearchLimits& limits) {
+        const TimeManager manager(limits, TimeManager::Clock::now());
+        return py::make_tuple(manager.soft_ms(), manager.hard_ms());
+      },
+      py::arg("limits"),
+      "(soft_ms, hard_ms) the time manager gives a search under these limits (-1: no limit).");
 }
 
 }  // namespace latentchess::core
