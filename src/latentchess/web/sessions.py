@@ -177,9 +177,9 @@ class Session:
             self.headers = dict(headers or {})
             self.engine_evals = {}
             self.engine_names = {}
-        if self.engine is not None and hasattr(self.engine, "new_game"):
+        if self.engine is not None:
             with self.engine_lock:
-                self.engine.new_game()  # type: ignore[attr-defined]
+                self.engine.new_game()
 
     def push(self, move: chess.Move) -> None:
         self.cancel_search()
