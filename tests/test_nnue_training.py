@@ -5,7 +5,6 @@ own loop from before it became an objective, and the command line."""
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import math
 import os
@@ -35,32 +34,7 @@ from latentchess.nnue.train import (
 from latentchess.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
 from latentchess.training.curves import read_metrics
 from latentchess.training.objectives.nnue import train_nnue
-
-VALUES = {chess.PAWN: 100, chess.KNIGHT: 300, chess.BISHOP: 300, chess.ROOK: 500, chess.QUEEN: 900}
-
-
-def _material(board: chess.Board) -> int:
-    return sum(
-        v * (len(board.pieces(t, chess.WHITE)) - len(board.pieces(t, chess.BLACK)))
-        for t, v in VALUES.items()
-    )
-
-
-def _write_csv(path: Path, games: int = 12, seed: int = 0) -> int:
-    """Random games labelled with White's material balance (a real, if crude, evaluation)."""
-    rng, rows = random.Random(seed), []
-    for _ in range(games):
-        board = chess.Board()
-        for _ in range(60):
-            moves = list(board.legal_moves)
-            if not moves or board.is_game_over():
-                break
-            move = rng.choice(moves)
-            rows.append(f"{board.fen()},{_material(board)},,0.5,{move.uci()},1,")
-            board.push(move)
-    rows.append("8/8/8/8/8/8/8/K1k5 w - - 0 1,,3,1.0,a1a2,1,")  # a mate row: filtered
-    path.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
-    return len(rows)
+from training_fixtures import write_material_csv as _write_csv
 
 
 def test_losses_match_the_thesis_formulas() -> None:

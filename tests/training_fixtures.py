@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gzip
+import random
 from pathlib import Path
 from typing import Any
 
+import chess
 import numpy as np
 
 from latentchess.data.cache import TrainingCache, write_cache
@@ -52,3 +55,30 @@ def micro_config(data: Path, out: Path, **overrides: Any) -> TrainConfig:
     }
     settings.update(overrides)
     return TrainConfig(data=data, out=out, **settings)
+
+
+_VALUES = {chess.PAWN: 100, chess.KNIGHT: 300, chess.BISHOP: 300, chess.ROOK: 500, chess.QUEEN: 900}
+
+
+def _material(board: chess.Board) -> int:
+    return sum(
+        v * (len(board.pieces(t, chess.WHITE)) - len(board.pieces(t, chess.BLACK)))
+        for t, v in _VALUES.items()
+    )
+
+
+def write_material_csv(path: Path, games: int = 12, seed: int = 0) -> int:
+    """Random games labelled with White's material balance (a real, if crude, evaluation)."""
+    rng, rows = random.Random(seed), []
+    for _ in range(games):
+        board = chess.Board()
+        for _ in range(60):
+            moves = list(board.legal_moves)
+            if not moves or board.is_game_over():
+                break
+            move = rng.choice(moves)
+            rows.append(f"{board.fen()},{_material(board)},,0.5,{move.uci()},1,")
+            board.push(move)
+    rows.append("8/8/8/8/8/8/8/K1k5 w - - 0 1,,3,1.0,a1a2,1,")  # a mate row: filtered
+    path.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
+    return len(rows)

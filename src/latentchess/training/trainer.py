@@ -1,6 +1,6 @@
 """Training the SOLIS encoder: SupCon on win-probability positives (paper section 3.3).
 
-``latentchess train`` ends here. The run is the shared training loop
+``latentchess train [supcon]`` ends here. The run is the shared training loop
 (:func:`latentchess.training.loop.run_objective`: resume, atomic checkpoints, SIGINT/SIGTERM,
 time budget, DDP under ``torchrun``, progress, metrics log) driving the SupCon objective
 (:class:`latentchess.training.objectives.supcon.SupConObjective`). Top to bottom:
