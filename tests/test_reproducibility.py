@@ -96,18 +96,21 @@ def test_uci_says_which_model_at_start_and_loudly_when_there_is_none(
     models: tuple[Path, Path], tmp_path: Path
 ) -> None:
     first, _ = models
-    t = Transcript(model=first, config=SearchConfig(depth=1), precision="fp32")
+    t = Transcript(model=first, config=SearchConfig(depth=1))  # fp32
     t.send("uci", "isready")
+    t.wait_for("readyok")
+    t.send("isready")  # said once, not at every isready
     t.wait_for("readyok")
     announced = [line for line in t.infos() if "sha256" in line]
     assert announced == [
-        f"info string model {first} sha256 {model_content_hash(first)} precision fp32"
+        f"info string latent: model={first} model_sha256={model_content_hash(first)} "
+        "precision=fp32"
     ]
     missing = Transcript(model=tmp_path / "missing", config=SearchConfig(depth=1))
     missing.send("uci")
     missing.send("isready")
     ready = missing.lines.index("readyok")
-    errors = [i for i, line in enumerate(missing.lines) if "ERROR: NO MODEL LOADED" in line]
+    errors = [i for i, line in enumerate(missing.lines) if "ERROR: latent cannot search" in line]
     assert len(errors) == 1 and errors[0] < ready and "missing" in missing.lines[errors[0]]
 
 

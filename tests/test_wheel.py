@@ -84,7 +84,7 @@ def test_wheel_installs_and_plays_from_any_directory(tmp_path: Path) -> None:
     )
     assert uci.returncode == 0, uci.stderr[-3000:]
     assert "id name latentchess ab" in uci.stdout, uci.stdout
-    assert "ERROR" not in uci.stdout and " sha256 " in uci.stdout, uci.stdout
+    assert "ERROR" not in uci.stdout and " model_sha256=" in uci.stdout, uci.stdout
     assert "weights/default" in uci.stdout
     moves = [line.split()[1] for line in uci.stdout.splitlines() if line.startswith("bestmove")]
     assert len(moves) == 2, uci.stdout
