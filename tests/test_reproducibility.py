@@ -103,8 +103,7 @@ def test_uci_says_which_model_at_start_and_loudly_when_there_is_none(
     t.wait_for("readyok")
     announced = [line for line in t.infos() if "sha256" in line]
     assert announced == [
-        f"info string latent: model={first} model_sha256={model_content_hash(first)} "
-        "precision=fp32"
+        f"info string latent: model={first} model_sha256={model_content_hash(first)} precision=fp32"
     ]
     missing = Transcript(model=tmp_path / "missing", config=SearchConfig(depth=1))
     missing.send("uci")

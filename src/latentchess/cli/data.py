@@ -171,10 +171,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     p = commands.add_parser(
         "move-cache",
-        help="engine-labelled CSVs -> one move-prediction cache (.npz) for train-chessformer",
+        help="engine-labelled CSVs -> one move-prediction cache (.npz) for 'train chessformer'",
         description=(
             "Parse Stockfish/TCEC CSVs (fen, cp, mate, win_prob_white, best_move, ...) into the "
-            "cache train-chessformer reads with --data OUT.npz: files in order, each split over "
+            "cache 'latentchess train chessformer' reads with --data OUT.npz: files in order, each "
+            "split over "
             "--workers processes, written compressed and atomically."
         ),
     )
