@@ -63,7 +63,7 @@ def training(args: argparse.Namespace) -> dict[str, Any]:
     """Optimiser steps per second of the real loss on cache rows -> positions/s."""
     from latentchess.nnue.dataset import open_cache
     from latentchess.nnue.model import Nnue, NnueConfig
-    from latentchess.nnue.train import score_loss
+    from latentchess.training.nnue import score_loss
 
     torch.set_num_threads(args.threads)
     cache = open_cache(args.cache)
@@ -95,7 +95,7 @@ def quant(args: argparse.Namespace) -> dict[str, Any]:
     from latentchess.nnue.dataset import open_cache
     from latentchess.nnue.io import load_nnue
     from latentchess.nnue.model import quantised_forward
-    from latentchess.nnue.train import holdout_split
+    from latentchess.training.nnue import holdout_split
 
     model = load_nnue(args.model)
     cache = open_cache(args.cache)

@@ -2,7 +2,7 @@
 
 Runs the same fixed-seed NNUE trainings (random games labelled with the material balance, made
 here; one thread) on the source tree of git revision ``--base`` (the NNUE trainer's own loop,
-``latentchess.nnue.train.train_nnue``) and on this checkout (the NNUE objective of
+``latentchess.training.nnue.train_nnue``) and on this checkout (the NNUE objective of
 ``latentchess.training.loop``), each in its own process, and compares every training loss,
 learning rate and positions count, every held-out metric, the final metrics and a SHA-256 of the
 written weights' tensors. Runs: ``plain`` (target-score loss, two Adam parameter groups, the rate
@@ -65,12 +65,12 @@ def _runs() -> dict[str, Any]:
 
     torch.set_num_threads(1)
     from latentchess.nnue.model import NnueConfig
-    from latentchess.nnue.train import NnueTrainConfig
+    from latentchess.training.nnue import NnueTrainConfig
 
     try:
         from latentchess.training.objectives.nnue import train_nnue
     except ImportError:  # the base revision: the NNUE trainer's own loop
-        from latentchess.nnue.train import train_nnue  # type: ignore[attr-defined,no-redef]
+        from latentchess.training.nnue import train_nnue  # type: ignore[attr-defined,no-redef]
 
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,15 +24,15 @@ from latentchess.nnue.dataset import build_cache, parse_source
 from latentchess.nnue.features import parse_feature_set, position_features
 from latentchess.nnue.io import NnueModel, load_nnue
 from latentchess.nnue.model import Nnue, NnueConfig, quantise, quantised_forward
-from latentchess.nnue.train import (
+from latentchess.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
+from latentchess.training.curves import read_metrics
+from latentchess.training.nnue import (
     NnueTrainConfig,
     epoch_boundary,
     parameter_groups,
     pqr_loss,
     score_loss,
 )
-from latentchess.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
-from latentchess.training.curves import read_metrics
 from latentchess.training.objectives.nnue import train_nnue
 from training_fixtures import write_material_csv as _write_csv
 
@@ -320,7 +320,7 @@ def _old_loop_checkpoint(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_checkpoint_of_the_old_nnue_loop_resumes_identically(tmp_path: Path) -> None:
-    from latentchess.nnue.train import export_checkpoint
+    from latentchess.training.nnue import export_checkpoint
 
     csv = tmp_path / "pos.csv.gz"
     _write_csv(csv)

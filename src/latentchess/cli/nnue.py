@@ -86,7 +86,7 @@ def _label_static(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from latentchess.nnue.train import export_checkpoint
+    from latentchess.training.nnue import export_checkpoint
 
     print(export_checkpoint(args.run, args.to))
     return 0

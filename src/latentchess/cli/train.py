@@ -2,7 +2,7 @@
 
 Each objective's flags map onto its config (:class:`~latentchess.training.config.TrainConfig`,
 :class:`~latentchess.training.objectives.chessformer.ChessformerTrainConfig`,
-:class:`~latentchess.nnue.train.NnueTrainConfig`) and every run goes through the shared loop
+:class:`~latentchess.training.nnue.NnueTrainConfig`) and every run goes through the shared loop
 (:mod:`latentchess.training.loop`): rerunning the same command resumes from OUT/checkpoints.
 
 ``latentchess train --data ...`` with no objective is ``latentchess train supcon --data ...`` (the
@@ -423,7 +423,7 @@ def add_nnue_arguments(p: argparse.ArgumentParser) -> None:
 def run_nnue(args: argparse.Namespace) -> int:
     """Run ``train nnue``; prints the result as one JSON line."""
     from latentchess.nnue.model import NnueConfig
-    from latentchess.nnue.train import NnueTrainConfig, command_line
+    from latentchess.training.nnue import NnueTrainConfig, command_line
     from latentchess.training.objectives.nnue import train_nnue
 
     cfg = NnueTrainConfig(

@@ -1,17 +1,17 @@
 """The NNUE objective (target-score or PQR loss on a feature cache) for the shared training loop.
 
 The network is :class:`latentchess.nnue.model.Nnue`, the losses and the run's settings are in
-:mod:`latentchess.nnue.train`; :mod:`latentchess.training.loop` does resume, checkpoints (with the
-random states), signals, progress, the metrics log, the rank-sync check and DDP. This objective
-brings what is NNUE-specific:
+:mod:`latentchess.training.nnue`; :mod:`latentchess.training.loop` does resume, checkpoints
+(with the random states), signals, progress, the metrics log, the rank-sync check and DDP. This
+objective brings what is NNUE-specific:
 
 * data: the feature cache (built once by rank 0 from the labelled CSVs), split into training and
   held-out rows; the batch of step ``s`` is a slice of an epoch-wise permutation of the training
   rows, a pure function of ``(seed, s)``;
 * optimisation: Adam with the dense layers optionally at a smaller rate
-  (:func:`~latentchess.nnue.train.parameter_groups`), its rate times ``gamma`` after each epoch of
-  ``epoch_positions`` samples (``ExponentialLR`` stepped at epoch boundaries), and the L2 weights
-  clipped to the int8 range after every step (:meth:`NnueObjective.after_step`);
+  (:func:`~latentchess.training.nnue.parameter_groups`), its rate times ``gamma`` after each
+  epoch of ``epoch_positions`` samples (``ExponentialLR`` stepped at epoch boundaries), and the
+  L2 weights clipped to the int8 range after every step (:meth:`NnueObjective.after_step`);
 * evaluation: held-out loss, live second-layer units, and for PQR the target-score loss too;
 * export: the model directory (:func:`latentchess.nnue.io.save_nnue`) and ``training.png``.
 
@@ -36,15 +36,6 @@ from latentchess.nnue.dataset import FeatureCache, build_cache, open_cache, pars
 from latentchess.nnue.features import parse_feature_set
 from latentchess.nnue.io import load_nnue, save_nnue
 from latentchess.nnue.model import Nnue
-from latentchess.nnue.train import (
-    NnueTrainConfig,
-    epoch_boundary,
-    holdout_split,
-    parameter_groups,
-    plot_nnue_training,
-    pqr_loss,
-    score_loss,
-)
 from latentchess.provenance import git_commit
 from latentchess.training.distributed import DistContext
 from latentchess.training.loop import (
@@ -53,6 +44,15 @@ from latentchess.training.loop import (
     Objective,
     Optimisation,
     run_objective,
+)
+from latentchess.training.nnue import (
+    NnueTrainConfig,
+    epoch_boundary,
+    holdout_split,
+    parameter_groups,
+    plot_nnue_training,
+    pqr_loss,
+    score_loss,
 )
 
 __all__ = ["NnueObjective", "train_nnue", "loop_settings"]
