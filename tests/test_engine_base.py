@@ -4,7 +4,6 @@ name or spec key, refused without a change; the native time budget the UCI sessi
 from __future__ import annotations
 
 import sys
-import threading
 
 import chess
 import chess.engine
@@ -12,7 +11,7 @@ import pytest
 
 from evaluation_fixtures import require_stockfish
 from latentchess.engines.ab import AlphaBetaConfig, AlphaBetaEngine
-from latentchess.engines.base import Analysis, Engine, native_time_budget
+from latentchess.engines.base import Analysis, Engine, GoControl, native_time_budget
 from latentchess.engines.registry import create_engine
 from latentchess.errors import EngineError
 
@@ -79,10 +78,8 @@ class _Fixed(Engine):
 def test_defaults_of_the_base_class() -> None:
     engine = _Fixed()
     infos: list[chess.engine.InfoDict] = []
-    analysis = engine.go(
-        chess.Board(), chess.engine.Limit(), stop=threading.Event(), infinite=True,
-        on_info=infos.append,
-    )  # fmt: skip
+    control = GoControl(infinite=True, on_info=infos.append)
+    analysis = engine.go(chess.Board(), chess.engine.Limit(), control)
     assert analysis.depth == 6  # an infinite search of a one-shot engine runs to depth 6
     assert infos[0]["score"].relative == chess.engine.Cp(12) and infos[0]["pv"]
     assert engine.play(chess.Board(), chess.engine.Limit()) == analysis.best_move

@@ -15,7 +15,6 @@ import argparse
 import json
 import random
 import sys
-import threading
 from typing import TYPE_CHECKING, Any
 
 from latentchess.engines.default import DEFAULT_ENGINE_SPEC, DEFAULT_MOVE_TIME_S
@@ -208,7 +207,7 @@ def _bestmove(args: argparse.Namespace) -> int:
     spec = _engine_spec(args)
     engine = _create(args, spec)
     try:
-        analysis = engine.go(board, _limit(args, engine), stop=threading.Event())
+        analysis = engine.go(board, _limit(args, engine))
     finally:
         engine.close()
     move = analysis.best_move

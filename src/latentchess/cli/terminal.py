@@ -8,7 +8,6 @@ Other commands: ``help``, ``moves`` (list the legal moves), ``undo`` (take back 
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, TextIO
 
 import chess
@@ -114,7 +113,7 @@ def play_terminal(
             say(finished)
             return board.outcome(claim_draw=True).result()  # type: ignore[union-attr]
         if board.turn != human:
-            analysis = engine.go(board, limit, stop=threading.Event())
+            analysis = engine.go(board, limit)
             assert analysis.best_move is not None
             score = f"#{analysis.mate}" if analysis.mate is not None else f"{analysis.score_cp}cp"
             say(

@@ -22,7 +22,7 @@ from latentchess.engines.base import (
     Analysis,
     Engine,
     EngineOption,
-    InfoCallback,
+    GoControl,
     MoveScore,
     TimeBudget,
     button,
@@ -232,17 +232,12 @@ class AlphaBetaEngine(Engine):
         return True
 
     def go(
-        self,
-        board: chess.Board,
-        limit: chess.engine.Limit,
-        *,
-        stop: threading.Event,
-        infinite: bool = False,
-        started: float | None = None,
-        search_moves: Sequence[chess.Move] = (),
-        on_info: InfoCallback | None = None,
+        self, board: chess.Board, limit: chess.engine.Limit, control: GoControl | None = None
     ) -> Analysis:
         """The iterative search, one ``info`` per iteration and PV line; stops at once."""
+
+        control = control or GoControl()
+        on_info = control.on_info
 
         def iteration(info: SearchInfo) -> None:
             if on_info is not None:
@@ -252,11 +247,11 @@ class AlphaBetaEngine(Engine):
         outcome = self.search(
             board,
             limit,
-            infinite=infinite,
-            stop=stop,
-            started=started,
+            infinite=control.infinite,
+            stop=control.stop,
+            started=control.started,
             on_iteration=iteration,
-            search_moves=search_moves or None,
+            search_moves=control.search_moves or None,
         )
         return _analysis(board, outcome)
 

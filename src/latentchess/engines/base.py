@@ -41,6 +41,7 @@ __all__ = [
     "MoveScore",
     "TimeBudget",
     "InfoCallback",
+    "GoControl",
     "native_time_budget",
 ]
 
@@ -132,6 +133,26 @@ class Analysis:
         if self.pv:
             info["pv"] = list(self.pv)
         return info
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoControl:
+    """How a :meth:`Engine.go` search is driven (what a UCI ``go`` adds to its limits).
+
+    Attributes:
+        stop: set by ``stop`` (or the session's ponderhit timer) to end the search; a
+            :class:`~latentchess.core.alphabeta.StopSignal` reaches the native search at once.
+        infinite: ``go infinite`` / ``go ponder``: search until stopped (depth and nodes apply).
+        started: ``time.monotonic()`` when ``go`` arrived; time limits count from it.
+        search_moves: ``go searchmoves``: only these root moves (empty: all).
+        on_info: receives each ``info`` (one per iteration and PV line).
+    """
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    infinite: bool = False
+    started: float | None = None
+    search_moves: Sequence[chess.Move] = ()
+    on_info: InfoCallback | None = None
 
 
 @dataclass(frozen=True)
@@ -319,39 +340,28 @@ class Engine:
         return move
 
     def go(
-        self,
-        board: chess.Board,
-        limit: chess.engine.Limit,
-        *,
-        stop: threading.Event,
-        infinite: bool = False,
-        started: float | None = None,
-        search_moves: Sequence[chess.Move] = (),
-        on_info: InfoCallback | None = None,
+        self, board: chess.Board, limit: chess.engine.Limit, control: GoControl | None = None
     ) -> Analysis:
-        """The search behind a UCI ``go``: streams ``info``, stops when ``stop`` is set.
+        """The search behind a UCI ``go``: streams ``info``, stops when told (:class:`GoControl`).
 
-        The default analyses once (an infinite search runs to depth 6) and reports it; engines
-        with an iterative search override it.
+        The default analyses once (an infinite search runs to depth 6; it can be neither stopped
+        nor restricted to ``search_moves``) and reports it; engines with an iterative search
+        override it.
 
         Args:
             board: the position, its move stack the game's history.
             limit: the ``go`` command's limits (clocks are both sides').
-            stop: set by ``stop`` (or the session's ponderhit timer).
-            infinite: ``go infinite`` / ``go ponder``: search until stopped.
-            started: ``time.monotonic()`` when ``go`` arrived; time limits count from it.
-            search_moves: ``go searchmoves``: only these root moves (empty: all).
-            on_info: receives each ``info``.
+            control: stop event, infinite, start time, root moves, ``info`` receiver.
         """
-        del stop, started, search_moves  # a single analysis can be neither cut nor restricted
-        if infinite and limit.depth is None and limit.nodes is None:
+        control = control or GoControl()
+        if control.infinite and limit.depth is None and limit.nodes is None:
             limit = chess.engine.Limit(depth=6)
         began = time.monotonic()
         analysis = self.analyse(board, limit)
-        if on_info is not None:
+        if control.on_info is not None:
             info = analysis.info()
             info.setdefault("time", time.monotonic() - began)
-            on_info(info)
+            control.on_info(info)
         return analysis
 
     def info_string(self) -> str:

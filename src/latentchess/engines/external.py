@@ -25,7 +25,7 @@ from typing import Literal
 import chess
 import chess.engine
 
-from latentchess.engines.base import Analysis, Engine, EngineOption, InfoCallback, MoveScore
+from latentchess.engines.base import Analysis, Engine, EngineOption, GoControl, MoveScore
 from latentchess.errors import EngineError
 from latentchess.winprob import score_win_probability
 
@@ -216,18 +216,10 @@ class ExternalEngine(Engine):
         return result.move
 
     def go(
-        self,
-        board: chess.Board,
-        limit: chess.engine.Limit,
-        *,
-        stop: threading.Event,
-        infinite: bool = False,
-        started: float | None = None,
-        search_moves: Sequence[chess.Move] = (),
-        on_info: InfoCallback | None = None,
+        self, board: chess.Board, limit: chess.engine.Limit, control: GoControl | None = None
     ) -> Analysis:
         """The move the process plays (a weakened engine plays another move than its PV's)."""
-        del stop, infinite, started, search_moves, on_info
+        del control  # the process answers its own go
         move = self.play(board, limit)
         return Analysis(best_move=move, pv=[move])
 

@@ -26,7 +26,7 @@ from latentchess.engines.base import (
     Analysis,
     Engine,
     EngineOption,
-    InfoCallback,
+    GoControl,
     MoveScore,
     TimeBudget,
     button,
@@ -559,18 +559,11 @@ class LatentEngine(Engine):
         )
 
     def go(
-        self,
-        board: chess.Board,
-        limit: chess.engine.Limit,
-        *,
-        stop: threading.Event,
-        infinite: bool = False,
-        started: float | None = None,
-        search_moves: Sequence[chess.Move] = (),
-        on_info: InfoCallback | None = None,
+        self, board: chess.Board, limit: chess.engine.Limit, control: GoControl | None = None
     ) -> Analysis:
         """The iterative search, one ``info`` per completed iteration."""
-        del search_moves  # not supported (supports_search_moves() is False)
+        control = control or GoControl()
+        on_info = control.on_info
         if limit.mate is not None and on_info is not None:
             on_info(
                 {
@@ -585,7 +578,12 @@ class LatentEngine(Engine):
                 on_info(self._info(result, board.turn))
 
         result = self.search(
-            board, limit, stop=stop, infinite=infinite, started=started, on_iteration=iteration
+            board,
+            limit,
+            stop=control.stop,
+            infinite=control.infinite,
+            started=control.started,
+            on_iteration=iteration,
         )
         return self.to_analysis(board, result)
 

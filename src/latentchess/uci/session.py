@@ -20,7 +20,7 @@ from typing import TextIO
 import chess
 import chess.engine
 
-from latentchess.engines.base import Engine
+from latentchess.engines.base import Engine, GoControl
 from latentchess.engines.default import DEFAULT_ENGINE_SPEC
 from latentchess.errors import LatentChessError
 from latentchess.uci.protocol import (
@@ -364,15 +364,14 @@ class UciSession:
             limit = go_limit(go)
             if infinite:
                 limit = chess.engine.Limit(depth=limit.depth, nodes=limit.nodes, mate=limit.mate)
-            analysis = engine.go(
-                board,
-                limit,
+            control = GoControl(
                 stop=search.stop,
                 infinite=infinite,
                 started=received,
                 search_moves=search_moves,
                 on_info=on_info,
             )
+            analysis = engine.go(board, limit, control)
             move, ponder = analysis.best_move, analysis.ponder
             note = engine.info_string()
             if note:

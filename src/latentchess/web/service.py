@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import chess
 import chess.engine
 
-from latentchess.engines.base import Analysis
+from latentchess.engines.base import Analysis, GoControl
 from latentchess.errors import EngineError
 from latentchess.latent_view import LatentView
 from latentchess.web.opponents import RequestError, build_engine
@@ -262,7 +262,7 @@ class Service:
                 engine = session.engine
                 # The search a UCI go runs: stoppable, with the engine's score when it has one
                 # (an external engine's move is the one it plays, not its PV's first).
-                analysis = engine.go(board, limit, stop=stop)
+                analysis = engine.go(board, limit, GoControl(stop=stop))
                 move = analysis.best_move
             except (EngineError, chess.engine.EngineError, OSError, ValueError) as error:
                 raise RequestError(f"engine {config.spec_text()!r} failed: {error}", 502) from None
