@@ -59,6 +59,29 @@ def _limit(text: str) -> Any:
         raise argparse.ArgumentTypeError(str(error)) from error
 
 
+def _elo_pair(text: str) -> tuple[float, float]:
+    first, sep, second = text.partition(",")
+    try:
+        if not sep:
+            raise ValueError
+        elo0, elo1 = float(first), float(second)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected ELO0,ELO1 (e.g. 0,10), got {text!r}") from None
+    if not elo0 < elo1:
+        raise argparse.ArgumentTypeError(f"expected ELO0 < ELO1, got {text!r}")
+    return elo0, elo1
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 0.5:
+        raise argparse.ArgumentTypeError(f"expected a probability in (0, 0.5), got {text!r}")
+    return value
+
+
 def _anchor(text: str) -> tuple[str, float]:
     name, _, value = text.rpartition("=")
     try:
@@ -155,14 +178,20 @@ def _register_match(subparsers: argparse._SubParsersAction) -> None:  # type: ig
         help="play two engines against each other (PGN out, resumable)",
         description="Play a match between two engines; every opening is played with both "
         "colours. Games are appended to --pgn as they finish; rerunning the same command "
-        "resumes. Shows the score and Elo difference so far.",
+        "resumes. Shows the score and Elo difference so far. With --sprt, a sequential test "
+        "over game pairs (pentanomial GSPRT, as fishtest and fastchess) stops the match once "
+        "it accepts H0 or H1; --games is then the maximum.",
         epilog=_engine_list_lazy(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("engine1", type=_spec, help=_SPEC_HELP)
     p.add_argument("engine2", type=_spec, help="the opponent (same syntax)")
     p.add_argument("--list-engines", action=_ListEngines, help="list engine kinds and exit")
-    p.add_argument("--games", type=positive_int, default=20, help="number of games (default 20)")
+    p.add_argument(
+        "--games",
+        type=positive_int,
+        help="number of games (default 20); with --sprt the maximum (default 2000, even)",
+    )
     p.add_argument("--limit", type=_limit, default="50ms", help=_LIMIT_HELP + " (default 50ms)")
     p.add_argument("--limit1", type=_limit, help="engine1's limit, if different")
     p.add_argument("--limit2", type=_limit, help="engine2's limit, if different")
@@ -174,6 +203,22 @@ def _register_match(subparsers: argparse._SubParsersAction) -> None:  # type: ig
         "--time-margin", type=float, default=0.1, help="clock tolerance in seconds (default 0.1)"
     )
     _add_game_rules(p)
+    s = p.add_argument_group("sequential test (SPRT over game pairs)")
+    s.add_argument(
+        "--sprt",
+        type=_elo_pair,
+        metavar="ELO0,ELO1",
+        help="test H0: engine1 - engine2 = ELO0 Elo against H1: = ELO1, e.g. 0,10; stop at a "
+        "decision",
+    )
+    s.add_argument("--alpha", type=_probability, default=0.05, help="false-H1 rate (0.05)")
+    s.add_argument("--beta", type=_probability, default=0.05, help="false-H0 rate (0.05)")
+    s.add_argument(
+        "--sprt-model",
+        choices=("logistic", "normalized"),
+        default="logistic",
+        help="Elo of the bounds: logistic (default, OpenBench's) or normalized (fishtest's)",
+    )
     p.add_argument("--json", type=Path, help="write the result as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_match)
@@ -217,22 +262,41 @@ def _engine_list_lazy() -> str:
 
 
 def _match(args: argparse.Namespace) -> int:
+    import time
+
     from latentchess.evaluation.match import MatchConfig, Player, default_workers, run_match
+    from latentchess.evaluation.sprt import SprtConfig
 
     limit = args.limit  # argparse applies type= to string defaults too
     player1 = Player.from_spec(args.engine1, args.limit1 or limit)
     player2 = Player.from_spec(args.engine2, args.limit2 or limit)
     adjudication = _adjudication(args)
+    sprt = None
+    games = args.games or 20
+    if args.sprt is not None:
+        sprt = SprtConfig(
+            elo0=args.sprt[0],
+            elo1=args.sprt[1],
+            alpha=args.alpha,
+            beta=args.beta,
+            model=args.sprt_model,
+        )
+        games = args.games or 2000
+        if games % 2:
+            print(f"error: --games with --sprt must be even (pairs), got {games}", file=sys.stderr)
+            return 2
+    started = time.monotonic()
     config = MatchConfig(
-        games=args.games,
+        games=games,
         workers=args.workers or default_workers(),
         event=args.event,
         time_margin=args.time_margin,
         max_plies=args.max_plies,
         adjudication=adjudication,
         progress=not args.no_progress,
+        sprt=sprt,
     )
-    openings = _load_openings(args, (args.games + 1) // 2)
+    openings = _load_openings(args, (games + 1) // 2)
     with recording_models() as models:
         result = run_match(player1, player2, openings, config, pgn_path=args.pgn)
     print(result.summary())
@@ -241,6 +305,7 @@ def _match(args: argparse.Namespace) -> int:
         terminations[game.termination] = terminations.get(game.termination, 0) + 1
     print("terminations: " + ", ".join(f"{k} {v}" for k, v in sorted(terminations.items())))
     elo = result.elo()
+    status = result.sprt_status()
     _write_json(
         args.json,
         {
@@ -250,6 +315,10 @@ def _match(args: argparse.Namespace) -> int:
             "limit2": str(player2.limit),
             "score": dict(zip(("wins", "draws", "losses"), result.score, strict=True)),
             "elo": {"diff": elo.elo, "lower": elo.lower, "upper": elo.upper},
+            "sprt": None if status is None else status.to_dict(),
+            "max_games": games,
+            "resumed_games": result.resumed,
+            "wall_seconds": round(time.monotonic() - started, 1),
             "games": [{k: v for k, v in g.__dict__.items() if k != "pgn"} for g in result.games],
             "pgn": args.pgn,
             "models": models,

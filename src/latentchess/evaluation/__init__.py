@@ -1,11 +1,12 @@
 """Evaluation: matches against real engines, Elo fits, ladders, puzzles and EPD suites.
 
 Modules: ``limits`` (per-side limit strings), ``openings`` (PGN/EPD/Polyglot/ECO openings),
-``game`` (one game and its PGN record), ``match`` (concurrent, resumable matches), ``elo``
-(BayesElo fits), ``ladder`` (bracket search against rated opponents), ``puzzles`` (Lichess-format
-puzzles), ``epd`` (bm/am and STS suites), ``workers`` (one engine per thread over many items),
-``human`` (human move matching per rating band), ``attention`` (the Chessformer paper's attention
-analysis) and ``attribution`` (integrated gradients of a Chessformer move over the squares).
+``game`` (one game and its PGN record), ``match`` (concurrent, resumable matches), ``sprt``
+(sequential tests over game pairs), ``elo`` (BayesElo fits), ``ladder`` (bracket search against
+rated opponents), ``puzzles`` (Lichess-format puzzles), ``epd`` (bm/am and STS suites), ``workers``
+(one engine per thread over many items), ``human`` (human move matching per rating band),
+``attention`` (the Chessformer paper's attention analysis) and ``attribution`` (integrated
+gradients of a Chessformer move over the squares).
 Names below load on first use, so importing this package stays cheap.
 """
 
@@ -27,6 +28,10 @@ _LAZY: dict[str, str] = {
     "MatchResult": "latentchess.evaluation.match",
     "GameRecord": "latentchess.evaluation.match",
     "run_match": "latentchess.evaluation.match",
+    "SprtConfig": "latentchess.evaluation.sprt",
+    "SprtStatus": "latentchess.evaluation.sprt",
+    "sprt_status": "latentchess.evaluation.sprt",
+    "pentanomial_elo": "latentchess.evaluation.sprt",
     "GameOutcome": "latentchess.evaluation.elo",
     "EloFit": "latentchess.evaluation.elo",
     "fit_bayeselo": "latentchess.evaluation.elo",

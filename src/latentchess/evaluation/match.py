@@ -13,15 +13,27 @@ engine runs another model (content hash) or precision than the games already in 
 (``WhiteModelHash``/``WhitePrecision`` headers). Within a run, every engine instance of a player
 must run the same model at the same precision as its first one (``auto`` is measured per load). How
 a single game is played, ended and recorded: :mod:`latentchess.evaluation.game`.
+
+SPRT mode (``MatchConfig.sprt``): ``games`` becomes the maximum. After every game the test is
+recomputed from the complete pairs (:mod:`latentchess.evaluation.sprt`); once the LLR crosses a
+bound no new pair is started, but the games in flight and the missing game of any pair already
+begun are still played, so the PGN ends on complete pairs (the LLR is recomputed with them; should
+it fall back between the bounds, play goes on). Games are handed to the workers in round order, one
+at a time as workers free up. Every game of an SPRT run carries two PGN tags: ``SPRT`` (the test:
+``elo0=0 elo1=10 alpha=0.05 beta=0.05 model=logistic``) and ``SPRTStatus`` (the test after this
+game was written: LLR, bounds, pairs, pentanomial and decision), so the last game of the file holds
+the result. Resuming with other SPRT parameters than the games in the file is refused.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import io
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +54,7 @@ from latentchess.evaluation.game import (
     play_game,
 )
 from latentchess.evaluation.openings import Opening
+from latentchess.evaluation.sprt import SprtConfig, SprtStatus, sprt_status
 
 __all__ = [
     "Player",
@@ -66,7 +79,8 @@ class MatchConfig:
     """What a match plays.
 
     Attributes:
-        games: total rounds (each opening is used for two consecutive rounds).
+        games: total rounds (each opening is used for two consecutive rounds); with ``sprt``,
+            the most rounds played (even: the test counts pairs).
         workers: games played concurrently.
         event: PGN ``Event``; resuming matches it.
         site: PGN ``Site``.
@@ -74,6 +88,7 @@ class MatchConfig:
         max_plies: a game still going at this many plies is drawn (adjudication).
         adjudication: optional early ends.
         progress: show a progress bar on stderr.
+        sprt: stop early when this sequential test decides (see the module docstring).
     """
 
     games: int
@@ -84,10 +99,15 @@ class MatchConfig:
     max_plies: int = 600
     adjudication: Adjudication | None = None
     progress: bool = True
+    sprt: SprtConfig | None = None
 
     def __post_init__(self) -> None:
         if self.games < 1:
             raise LatentChessError(f"a match needs at least one game, got {self.games}")
+        if self.sprt is not None and self.games % 2:
+            raise LatentChessError(
+                f"an SPRT counts pairs of games: the maximum must be even, got {self.games}"
+            )
         if self.workers < 1:
             raise LatentChessError(f"workers must be at least 1, got {self.workers}")
 
@@ -100,12 +120,22 @@ class MatchResult:
         player1, player2: names.
         games: the games, by round.
         resumed: how many were read back from the PGN rather than played now.
+        sprt: the sequential test, when the match ran one.
     """
 
     player1: str
     player2: str
     games: list[GameRecord]
     resumed: int = 0
+    sprt: SprtConfig | None = None
+
+    def points(self) -> dict[int, float]:
+        """Player 1's points per round."""
+        return {game.round: _points(game, self.player1) for game in self.games}
+
+    def sprt_status(self) -> SprtStatus | None:
+        """The sequential test over the complete pairs so far (None without a test)."""
+        return None if self.sprt is None else sprt_status(self.sprt, self.points())
 
     @property
     def score(self) -> tuple[int, int, int]:
@@ -125,9 +155,19 @@ class MatchResult:
     def summary(self) -> str:
         """One line: score and Elo difference."""
         wins, draws, losses = self.score
-        return (
+        line = (
             f"{self.player1} vs {self.player2}: +{wins} ={draws} -{losses} "
             f"({len(self.games)} games), Elo difference {self.elo()}"
+        )
+        status = self.sprt_status()
+        if status is None:
+            return line
+        verdict = {"H1": "H1 accepted", "H0": "H0 accepted", None: "no decision"}
+        unfinished = len(status.unfinished)
+        return (
+            f"{line}\nSPRT {status.line()}: {verdict[status.decision]} after {status.pairs} "
+            f"pairs, Ptnml(0-2) {list(status.counts)}"
+            + (f", {unfinished} unfinished pair(s) not counted" if unfinished else "")
         )
 
 
@@ -211,8 +251,22 @@ def run_match(
         player2=player2.name,
         games=sorted(done.values(), key=_round),
         resumed=len(done),
+        sprt=config.sprt,
     )
-    todo = [r for r in schedule if r not in done]
+    todo = deque(r for r in schedule if r not in done)
+    started = set(done)
+
+    def next_round() -> int | None:
+        """The next round to play: in order, or once the SPRT decided, only pairs' partners."""
+        status = result.sprt_status()
+        if status is None or status.decision is None:
+            return todo.popleft() if todo else None
+        for number in todo:
+            if (number + 1 if number % 2 else number - 1) in started:
+                todo.remove(number)
+                return number
+        return None
+
     if not todo:
         return result
     makers: list[Callable[[], Engine]] = [player1.make, player2.make]
@@ -248,23 +302,37 @@ def run_match(
     progress = _progress(config, len(schedule), len(done), player1.name, player2.name)
     handle = _open_pgn(pgn_path)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=config.workers)
+    in_flight: dict[concurrent.futures.Future[GameRecord], int] = {}
     finished = False
     try:
-        futures = [pool.submit(play_round, r) for r in todo]
-        for future in concurrent.futures.as_completed(futures):
-            record = future.result()
-            if handle is not None:
-                handle.write(record.pgn + "\n\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            result.games.append(record)
-            result.games.sort(key=_round)
-            if progress is not None:
-                wins, draws, losses = result.score
-                progress.set_postfix_str(f"+{wins}={draws}-{losses} elo {result.elo()}")
-                progress.update(1)
-            if on_game is not None:
-                on_game(record, result)
+        while True:
+            while len(in_flight) < config.workers and (number := next_round()) is not None:
+                started.add(number)
+                in_flight[pool.submit(play_round, number)] = number
+            if not in_flight:
+                break
+            ready, _ = concurrent.futures.wait(
+                in_flight, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            for future in sorted(ready, key=in_flight.__getitem__):
+                del in_flight[future]
+                record = future.result()
+                result.games.append(record)
+                result.games.sort(key=_round)
+                status = result.sprt_status()
+                if status is not None:
+                    record = dataclasses.replace(record, pgn=_sprt_tags(record.pgn, status))
+                if handle is not None:
+                    handle.write(record.pgn + "\n\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                if progress is not None:
+                    wins, draws, losses = result.score
+                    text = f"+{wins}={draws}-{losses} elo {result.elo()}"
+                    progress.set_postfix_str(text + (f" {status.line()}" if status else ""))
+                    progress.update(1)
+                if on_game is not None:
+                    on_game(record, result)
         finished = True
     finally:
         # On an error or Ctrl-C, games in flight are abandoned (their engines are closed under
@@ -280,6 +348,20 @@ def run_match(
 
 def _round(game: GameRecord) -> int:
     return game.round
+
+
+def _sprt_tags(pgn: str, status: SprtStatus) -> str:
+    """Add the ``SPRT`` and ``SPRTStatus`` tags at the end of a game's tag section."""
+    decision = status.decision or "continue"
+    tags = (
+        f'[SPRT "{status.config.header()}"]\n'
+        f'[SPRTStatus "{status.line()}, {status.pairs} pairs, '
+        f'Ptnml(0-2) {" ".join(map(str, status.counts))}: {decision}"]\n'
+    )
+    head, blank, moves = pgn.partition("\n\n")
+    if not blank:
+        raise LatentChessError(f"game record without a tag section: {pgn[:80]!r}")
+    return head + "\n" + tags.rstrip("\n") + blank + moves
 
 
 def _progress(config: MatchConfig, total: int, initial: int, name1: str, name2: str) -> object:
@@ -374,6 +456,16 @@ def _resume(
                     f"round {number} in the file ({h.get('White')} as White, opening "
                     f"{h.get('Opening')!r}) disagrees with this run's schedule ({expected_white} "
                     f"as White, opening {opening.name!r}): resume with the same openings and seed",
+                    path=path,
+                )
+            recorded_sprt = h.get("SPRT")
+            wanted_sprt = config.sprt.header() if config.sprt is not None else None
+            if recorded_sprt is not None and recorded_sprt != wanted_sprt:
+                raise DataFormatError(
+                    f"round {number} in the file belongs to the SPRT {recorded_sprt!r}, this run "
+                    f"{'tests ' + repr(wanted_sprt) if wanted_sprt else 'is no SPRT'}: changing "
+                    "a sequential test's parameters midway voids its error rates (use another "
+                    "--event or PGN)",
                     path=path,
                 )
             # Games played under other limits are not this match's games: mixing them would
