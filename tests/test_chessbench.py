@@ -4,7 +4,6 @@ the format description, error locations, and import into a dataset (grouping, pe
 
 from __future__ import annotations
 
-import argparse
 import re
 import struct
 from pathlib import Path
@@ -20,7 +19,6 @@ from latentchess.data.chessbench import (
     BagReader,
     BehavioralCloning,
     StateValue,
-    add_import_chessbench_parser,
     decode_action_value,
     decode_behavioral_cloning,
     decode_record,
@@ -439,10 +437,13 @@ def test_import_resumes(tmp_path: Path) -> None:
 def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "my_positions.bag"
     write_bag(path, [encode_state_value(f, 0.5) for f in positions(5)])
-    parser = argparse.ArgumentParser(prog="latentchess data")
-    add_import_chessbench_parser(parser.add_subparsers(dest="command", required=True))
-    argv = ["import-chessbench", str(path), "--out", str(tmp_path / "ds"), "--limit", "4"]
+    from latentchess.cli import build_parser
+    from latentchess.data.chessbench import KINDS
+
+    parser = build_parser()
+    argv = ["data", "import-chessbench", str(path), "--out", str(tmp_path / "ds"), "--limit", "4"]
     args = parser.parse_args([*argv, "--kind", "state_value", "--strict"])
+    assert all(parser.parse_args([*argv, "--kind", kind]).kind == kind for kind in KINDS)
     assert args.func(args) == 0
     captured = capsys.readouterr()
     assert "imported 4 rows" in captured.out

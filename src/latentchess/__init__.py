@@ -1,7 +1,8 @@
 """latentchess: a chess-AI workbench around engines that plan in a learned embedding space.
 
-The light core (tokenizer, win probabilities, errors) is imported eagerly; everything that needs
-PyTorch is imported on first use, so ``import latentchess`` stays fast.
+Only the error types are imported eagerly; every other public name (the tokenizer, win
+probabilities, models, engines...) is imported on first use (PEP 562), so ``import latentchess``
+and ``latentchess uci`` start fast.
 """
 
 from __future__ import annotations
@@ -9,16 +10,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from latentchess.encoding import (
-    SEQUENCE_LENGTH,
-    TOKENIZER_VERSION,
-    VOCAB,
-    VOCAB_SIZE,
-    detokenize,
-    fen_key,
-    tokenize,
-    tokenize_batch,
-)
 from latentchess.errors import (
     DataFormatError,
     EngineError,
@@ -26,18 +17,34 @@ from latentchess.errors import (
     LatentChessError,
     ModelFileError,
 )
-from latentchess.winprob import (
-    centipawns,
-    score_win_probability,
-    side_to_move_perspective,
-    white_perspective,
-    win_probability,
-)
 
 __version__ = "0.1.0"
 
 # name -> module that defines it; loaded lazily (PEP 562).
 _LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "SEQUENCE_LENGTH",
+            "TOKENIZER_VERSION",
+            "VOCAB",
+            "VOCAB_SIZE",
+            "detokenize",
+            "fen_key",
+            "tokenize",
+            "tokenize_batch",
+        ),
+        "latentchess.encoding",
+    ),
+    **dict.fromkeys(
+        (
+            "centipawns",
+            "score_win_probability",
+            "side_to_move_perspective",
+            "white_perspective",
+            "win_probability",
+        ),
+        "latentchess.winprob",
+    ),
     "EncoderConfig": "latentchess.models",
     "Encoder": "latentchess.models",
     "MODEL_CONFIGS": "latentchess.models",
@@ -71,23 +78,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "SEQUENCE_LENGTH",
-    "TOKENIZER_VERSION",
-    "VOCAB",
-    "VOCAB_SIZE",
     "DataFormatError",
     "EngineError",
     "InvalidFenError",
     "LatentChessError",
     "ModelFileError",
-    "centipawns",
-    "detokenize",
-    "fen_key",
-    "score_win_probability",
-    "side_to_move_perspective",
-    "tokenize",
-    "tokenize_batch",
-    "white_perspective",
-    "win_probability",
     *_LAZY,
 ]

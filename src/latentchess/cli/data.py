@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from latentchess.argtypes import positive_int, shard
-from latentchess.data import chessbench
+from latentchess.argtypes import non_negative_int, positive_int, shard
 
 if TYPE_CHECKING:
     import chess.engine
@@ -200,7 +199,66 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_summary)
 
-    chessbench.add_import_chessbench_parser(commands)
+    p = commands.add_parser(
+        "import-chessbench",
+        help="import ChessBench state_value/action_value .bag(z) files into a dataset",
+        description=(
+            "Import DeepMind ChessBench .bag/.bagz files into a Parquet dataset. Win "
+            "probabilities are converted to White's view; action values give one row per "
+            "position (its best move and value). Re-running resumes where a run stopped."
+        ),
+    )
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE", help=".bag or .bagz file")
+    p.add_argument("--out", required=True, type=Path, metavar="DATASET_DIR")
+    p.add_argument(
+        "--kind",
+        choices=("state_value", "action_value", "behavioral_cloning"),  # chessbench.KINDS
+        default=None,
+        help="record kind (default: from the file name)",
+    )
+    p.add_argument(
+        "--limit",
+        type=non_negative_int,
+        default=None,
+        metavar="N",
+        help="read only the first N records of each file",
+    )
+    p.add_argument(
+        "--strict",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="fail on the first bad record instead of skipping it (default: skip and count)",
+    )
+    p.add_argument(
+        "--shard-rows",
+        type=positive_int,
+        default=100_000,
+        metavar="N",
+        help="rows per shard (default: 100000)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_import_chessbench)
+
+
+def _import_chessbench(args: argparse.Namespace) -> int:
+    from latentchess.data.chessbench import import_chessbench
+
+    summary = import_chessbench(
+        args.files,
+        args.out,
+        kind=args.kind,
+        limit=args.limit,
+        strict=args.strict,
+        shard_rows=args.shard_rows,
+        progress=not args.quiet,
+    )
+    print(
+        f"imported {summary.rows_written} rows into {summary.shards_written} shards in "
+        f"{summary.out_dir} from {summary.records_read} records of {summary.files_read} file(s) "
+        f"({summary.files_skipped} already imported, {summary.records_bad} bad records and "
+        f"{summary.records_duplicate} repeated positions skipped)"
+    )
+    return 0
 
 
 def _move_cache(args: argparse.Namespace) -> int:

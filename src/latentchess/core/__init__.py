@@ -10,9 +10,7 @@ of each) and the README section "Native core" for the build switches.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 try:
     from latentchess.core import _native
@@ -21,6 +19,11 @@ except ImportError as error:  # pragma: no cover - only when the extension was n
         "latentchess.core._native is not built: run 'make setup' (or 'pip install -e .') in the "
         f"checkout to compile the native core ({error})"
     ) from error
+
+
+if TYPE_CHECKING:  # numpy loads with the arrays the core returns, not with the module
+    import numpy as np
+    import numpy.typing as npt
 
 from latentchess.core.board import DRAWN, MATED, NORMAL, Board, Expansion
 

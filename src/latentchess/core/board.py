@@ -8,10 +8,13 @@ on thousands of positions). Moves are :class:`chess.Move` objects at this bounda
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import chess
-import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:  # numpy loads with the arrays the core returns, not with the module
+    import numpy as np
+    import numpy.typing as npt
 
 from latentchess.core import _native
 
@@ -292,7 +295,7 @@ class Board:
             moves=[move_from_bits(bits) for bits in moves.tolist()],
             keys=keys,
             status=status,
-            in_check=in_check.astype(np.bool_),
+            in_check=in_check.astype(bool),
             halfmove=halfmove,
             repetitions=repetitions,
             tokens=tokens,

@@ -41,7 +41,6 @@ by name and size: two different files with one name cannot share a dataset.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import re
 import struct
@@ -53,7 +52,6 @@ from typing import Any, Literal, get_args
 
 import chess
 
-from latentchess.argtypes import non_negative_int, positive_int
 from latentchess.data.bag import BagReader, RecordLocation, write_bag
 from latentchess.data.resume import ResumableWriter, prefix_shards
 from latentchess.encoding import tokenize
@@ -82,7 +80,6 @@ __all__ = [
     "iter_chessbench",
     "ImportSummary",
     "import_chessbench",
-    "add_import_chessbench_parser",
 ]
 
 Kind = Literal["state_value", "action_value", "behavioral_cloning"]
@@ -597,66 +594,3 @@ def import_chessbench(
         errors=tuple(errors),
         records_duplicate=sum(job.duplicates for job in jobs),
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Command line
-
-
-def _run_import(args: argparse.Namespace) -> int:
-    summary = import_chessbench(
-        args.files,
-        args.out,
-        kind=args.kind,
-        limit=args.limit,
-        strict=args.strict,
-        shard_rows=args.shard_rows,
-        progress=not args.quiet,
-    )
-    print(
-        f"imported {summary.rows_written} rows into {summary.shards_written} shards in "
-        f"{summary.out_dir} from {summary.records_read} records of {summary.files_read} file(s) "
-        f"({summary.files_skipped} already imported, {summary.records_bad} bad records and "
-        f"{summary.records_duplicate} repeated positions skipped)"
-    )
-    return 0
-
-
-def add_import_chessbench_parser(data_subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Register ``import-chessbench`` on the ``latentchess data`` subcommand parser."""
-    parser = data_subparsers.add_parser(
-        "import-chessbench",
-        help="import ChessBench state_value/action_value .bag(z) files into a dataset",
-        description=(
-            "Import DeepMind ChessBench .bag/.bagz files into a Parquet dataset. Win "
-            "probabilities are converted to White's view; action values give one row per "
-            "position (its best move and value). Re-running resumes where a run stopped."
-        ),
-    )
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help=".bag or .bagz file")
-    parser.add_argument("--out", required=True, type=Path, metavar="DATASET_DIR")
-    parser.add_argument(
-        "--kind", choices=KINDS, default=None, help="record kind (default: from the file name)"
-    )
-    parser.add_argument(
-        "--limit",
-        type=non_negative_int,
-        default=None,
-        metavar="N",
-        help="read only the first N records of each file",
-    )
-    parser.add_argument(
-        "--strict",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="fail on the first bad record instead of skipping it (default: skip and count)",
-    )
-    parser.add_argument(
-        "--shard-rows",
-        type=positive_int,
-        default=100_000,
-        metavar="N",
-        help="rows per shard (default: 100000)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.set_defaults(func=_run_import)

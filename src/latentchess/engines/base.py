@@ -12,7 +12,8 @@ else has a default that an engine overrides only when it has something to say:
   :class:`chess.engine.InfoDict` and stops on an event. The default runs :meth:`analyse` once.
 * :meth:`Engine.time_budget` says how long the engine would think under a clock (the UCI session
   asks it at ``ponderhit``); the default is the native core's time manager.
-* :meth:`Engine.ready` finishes slow set-up (a model loading in the background);
+* :meth:`Engine.prepare` starts slow set-up in the background (a model load) and
+  :meth:`Engine.ready` waits for it;
   :meth:`Engine.provenance` names what the engine runs (model file hashes); :meth:`Engine.new_game`
   forgets the previous game; :meth:`Engine.close` releases processes.
 
@@ -294,6 +295,13 @@ class Engine:
         raise EngineError(f"unknown option {name.strip()!r} of {self.name!r} (options: {known})")
 
     # -- life cycle --------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Start slow set-up in the background (a model load); :meth:`ready` waits for it.
+
+        The UCI session calls it once ``uciok`` is out, so that a GUI's handshake is answered at
+        once and the load overlaps its ``setoption`` lines.
+        """
 
     def ready(self) -> None:
         """Block until the engine can search (e.g. its model has loaded).

@@ -27,7 +27,6 @@ import chess.engine
 
 from latentchess.engines.base import Analysis, Engine, EngineOption, GoControl, MoveScore
 from latentchess.errors import EngineError
-from latentchess.winprob import score_win_probability
 
 __all__ = ["ExternalEngine", "find_executable", "Protocol", "OptionValue"]
 
@@ -241,6 +240,8 @@ class ExternalEngine(Engine):
         if score is not None:
             score_cp = score.relative.score()
             mate = score.relative.mate()
+            from latentchess.winprob import score_win_probability  # numpy: on use
+
             win_prob_white = score_win_probability(score.white())
             if pv:
                 white_cp = score.white().score(mate_score=100_000)

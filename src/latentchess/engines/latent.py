@@ -212,10 +212,11 @@ def search_config_from_options(
 class LatentEngine(Engine):
     """A :class:`~latentchess.models.inference.LatentModel` searching with :class:`Searcher`.
 
-    The model is either given loaded or loaded in the background from ``model_path`` (the UCI
-    session answers ``isready`` when it is there); :meth:`ready` waits for it and raises why it
-    could not be loaded. Search options (``Depth``, ``Width``, ``Mode``, ``Hash``) rebuild the
-    search around the loaded model; ``Model`` and ``Precision`` load another one.
+    The model is either given loaded or loaded from ``model_path``, in the background from
+    :meth:`prepare` (the UCI session calls it after ``uciok`` and answers ``isready`` once it
+    is there); :meth:`ready` waits for it and raises why it could not be loaded. Search options
+    (``Depth``, ``Width``, ``Mode``, ``Hash``) rebuild the search around the loaded model;
+    ``Model`` and ``Precision`` load another one.
 
     Args:
         model: the loaded model, or ``None`` to load ``model_path``.
@@ -258,14 +259,12 @@ class LatentEngine(Engine):
         self._precision, self._device, self._threads = precision, device, threads
         self._load_error: BaseException | None = None
         self._loader: threading.Thread | None = None
-        if threads:
-            import torch
-
-            torch.set_num_threads(threads)
         if model is not None:
+            if threads:
+                import torch
+
+                torch.set_num_threads(threads)
             self._install(model)
-        else:
-            self._start_loading()
 
     @classmethod
     def from_options(
@@ -273,8 +272,8 @@ class LatentEngine(Engine):
     ) -> LatentEngine:
         """Build an engine from loosely typed options (engine specs, command lines).
 
-        A model given as a directory (or ``None``: the default model) loads in the background;
-        call :meth:`ready` to wait for it.
+        A model given as a directory (or ``None``: the default model) is loaded by
+        :meth:`prepare` (in the background) or :meth:`ready` (waiting for it).
 
         Args:
             model: a model directory, a loaded model, or ``None`` for the default model.
@@ -304,7 +303,9 @@ class LatentEngine(Engine):
             megabytes = _coerce("hash", options["hash"], int)
             fields["cache_size"] = max(1, megabytes * 1_000_000 // BYTES_PER_CACHE_ENTRY)
         config = search_config_from_options(fields)
-        threads = _coerce("threads", options.get("threads", 0), int)
+        # One torch thread unless asked: what every measured ladder ran (two games at a time
+        # on two cores), and what `latentchess uci --engine latent` always used.
+        threads = _coerce("threads", options.get("threads", 1), int)
         precision = str(options.get("precision", "auto"))
         if precision not in PRECISIONS:
             raise EngineError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}")
@@ -336,6 +337,11 @@ class LatentEngine(Engine):
 
     # -- the model -------------------------------------------------------------------------------
 
+    def prepare(self) -> None:
+        """Start loading the model in the background (once; a loaded model stays)."""
+        if self._model is None and self._loader is None:
+            self._start_loading()
+
     def _start_loading(self) -> None:
         self._model, self._searcher, self._load_error = None, None, None
         self._loader = threading.Thread(target=self._load, name="latentchess-load", daemon=True)
@@ -345,6 +351,10 @@ class LatentEngine(Engine):
         from latentchess.models.io import load_model
 
         try:
+            if self._threads:
+                import torch
+
+                torch.set_num_threads(self._threads)
             model = load_model(
                 self._model_path,
                 device=self._device,
@@ -385,6 +395,7 @@ class LatentEngine(Engine):
         Raises:
             EngineError: it could not be loaded (the reason).
         """
+        self.prepare()
         if self._loader is not None:
             self._loader.join()
         if self._model is None:
@@ -413,13 +424,11 @@ class LatentEngine(Engine):
     def options(self) -> list[EngineOption]:
         """``Model``, ``Precision``, ``Depth``, ``Width``, ``Mode``, ``Threads``, ``Hash``,
         ``Move Overhead``, ``Clear Hash``."""
-        import torch
-
         c = self.config
         hash_mb = self._hash_mb or max(1, c.cache_size * BYTES_PER_CACHE_ENTRY // 1_000_000)
         model = self._model_path
         if model is None:
-            from latentchess.models.io import default_model_path
+            from latentchess.models.paths import default_model_path
 
             model = str(default_model_path())
         return [
@@ -430,7 +439,7 @@ class LatentEngine(Engine):
             combo("Mode", c.mode, MODES, lambda v: self._configure(mode=v), "mode"),
             spin(
                 "Threads",
-                self._threads or torch.get_num_threads(),
+                self._threads or 1,
                 1,
                 256,
                 self._set_threads,

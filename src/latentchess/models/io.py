@@ -35,6 +35,7 @@ from latentchess.models.config import AnyEncoderConfig, EncoderConfig, encoder_c
 from latentchess.models.encoder import Encoder
 from latentchess.models.gab_encoder import build_encoder
 from latentchess.models.inference import HASH_LENGTH, LatentModel
+from latentchess.models.paths import SHIPPED_WEIGHTS, default_model_path
 from latentchess.provenance import git_commit as _git_commit
 
 __all__ = [
@@ -54,20 +55,8 @@ FORMAT_VERSION = 1
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 _RESERVED = frozenset({"format", "format_version", "encoder", "tokenizer", "axis"})
-_SHIPPED = Path(__file__).resolve().parents[1] / "weights"
+_SHIPPED = SHIPPED_WEIGHTS
 _AXIS_PLACEHOLDER = "\x00axis\x00"
-
-
-def default_model_path() -> Path:
-    """``$LATENTCHESS_MODEL`` if set, else the model shipped in the package, ``weights/default``.
-
-    The shipped model is package data (``latentchess/weights/default``), so it is found the same
-    way in a checkout, after ``pip install .`` and from a wheel.
-    """
-    env = os.environ.get("LATENTCHESS_MODEL")
-    if env:
-        return Path(env).expanduser()
-    return _SHIPPED / "default"
 
 
 def model_content_hash(path: str | Path) -> str:

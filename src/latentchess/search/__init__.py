@@ -41,6 +41,9 @@ Chessformer policy as the root-move prior of the latent and hybrid searches, ``p
 The native alpha-beta search is not here: it is C++ (:mod:`latentchess.core.alphabeta`).
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from latentchess.search.base import (
     MATE_VALUE,
     MAX_DEPTH,
@@ -53,8 +56,21 @@ from latentchess.search.base import (
     mate_in,
     pov_score,
 )
-from latentchess.search.cache import EmbeddingCache
-from latentchess.search.searcher import Searcher
+
+if TYPE_CHECKING:
+    from latentchess.search.cache import EmbeddingCache
+    from latentchess.search.searcher import Searcher
+
+# The searcher needs the native core (move generation, keys): loaded on first use (PEP 562), so
+# the settings and value scale above stay light (the UCI parsers import MAX_DEPTH).
+_LAZY = {"EmbeddingCache": "latentchess.search.cache", "Searcher": "latentchess.search.searcher"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'latentchess.search' has no attribute {name!r}")
+
 
 __all__ = [
     "MATE_VALUE",

@@ -210,6 +210,7 @@ class UciSession:
         for option in self.engine.options():
             self.write(option.uci_line())
         self.write("uciok")
+        self.engine.prepare()  # a model loads while the GUI sends its options
 
     def _setoption(self, command: SetOption) -> None:
         name, value = command.name.strip(), (command.value or "").strip()
@@ -259,6 +260,7 @@ class UciSession:
                 except LatentChessError as error:
                     self.info(f"option {option.name!r} not carried over: {error}")
         if self._uci_seen:
+            engine.prepare()
             shown = ", ".join(option.name for option in engine.options())
             self.info(f"engine now {text} (options: {shown}; send 'uci' to list them)")
 

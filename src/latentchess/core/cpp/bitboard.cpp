@@ -57,8 +57,14 @@ class Random {
 };
 
 // Find a magic for every square and fill `table`; `magics[s].offset` indexes into `table`.
+// Seeds of the magic search, one per rank: with them every square's multiplier is found within a
+// few hundred tries, so the tables are built in milliseconds at load time (one fixed seed for all
+// squares took about 170 ms, most of `import latentchess.core._native`). They are the per-rank
+// seeds Stockfish publishes for the same xorshift64* generator and search (src/bitboard.cpp,
+// 64-bit row); any seeds give correct tables, these only make the search short.
+constexpr std::uint64_t MagicSeeds[8] = {728, 10316, 55013, 32803, 12281, 15100, 16645, 255};
+
 void init_magics(const int (&directions)[4][2], Magic* magics, Bitboard* table) {
-    Random random(0x9E3779B97F4A7C15ULL);
     std::vector<Bitboard> occupancy(4096), reference(4096);
     std::vector<int> epoch(4096, 0);
     int attempt = 0;
@@ -66,6 +72,7 @@ void init_magics(const int (&directions)[4][2], Magic* magics, Bitboard* table) 
     for (Square square = 0; square < 64; ++square) {
         const Bitboard edges = ((Rank1Bits | Rank8Bits) & ~rank_bb(rank_of(square))) |
                                ((FileABits | FileHBits) & ~file_bb(file_of(square)));
+        Random random(MagicSeeds[rank_of(square)]);
         Magic& magic = magics[square];
         magic.mask = sliding_attacks(directions, square, 0) & ~edges;
         magic.shift = 64 - popcount(magic.mask);

@@ -5,8 +5,8 @@
 //  * The attack tables are built once, when the extension is loaded, and are immutable after;
 //    every function here is pure and thread-safe.
 //  * Sliding attacks use "fancy" magic bitboards: the magic multipliers are found at load time by
-//    a deterministic search (fixed seed), so the tables are the same on every run and need no
-//    CPU-specific instruction (no PEXT).
+//    a deterministic search (fixed per-rank seeds, a few milliseconds), so the tables are the same
+//    on every run and need no CPU-specific instruction (no PEXT).
 #pragma once
 
 #include <cstdint>
