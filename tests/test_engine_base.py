@@ -34,6 +34,13 @@ def test_declared_options_reach_a_uci_client_as_declared() -> None:
                 assert str(parsed.default) == str(declared.option.default)
         client.configure({"Move Overhead": 40, "EvalFile": "hce"})
         assert client.play(chess.Board(), chess.engine.Limit(depth=3)).move is not None
+        assert seen["Ponder"].type == "check"  # the session ponders for every engine
+        board = chess.Board()
+        limit = chess.engine.Limit(white_clock=5, black_clock=5, white_inc=0.05, black_inc=0.05)
+        for _ in range(4):  # python-chess ponders on the expected reply between moves
+            result = client.play(board, limit, ponder=True)
+            assert result.move in board.legal_moves
+            board.push(result.move)
 
 
 def test_set_option_by_name_or_spec_key_and_refusals_change_nothing() -> None:

@@ -207,6 +207,9 @@ class UciSession:
         self.write(f"id name {ENGINE_NAME} {self.spec}")
         self.write(f"id author {ENGINE_AUTHOR}")
         self.write(f"option name {ENGINE_OPTION} type string default {self.spec}")
+        # Pondering is the session's (go ponder / ponderhit), the same for every engine; GUIs
+        # only ponder with an engine that declares it.
+        self.write("option name Ponder type check default false")
         for option in self.engine.options():
             self.write(option.uci_line())
         self.write("uciok")
