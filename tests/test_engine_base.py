@@ -3,6 +3,7 @@ name or spec key, refused without a change; the native time budget the UCI sessi
 
 from __future__ import annotations
 
+import json
 import sys
 
 import chess
@@ -110,3 +111,16 @@ def test_external_engines_declare_their_own_options() -> None:
         assert engine.provenance()["id_name"].startswith("Stockfish")
     finally:
         engine.close()
+
+
+def test_options_command_lists_the_declarations(capsys: pytest.CaptureFixture[str]) -> None:
+    from latentchess.cli import main
+
+    assert main(["options", "ab:hash=8", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["options"]
+    declared = AlphaBetaEngine(AlphaBetaConfig(hash_mb=8)).options()
+    assert [row["name"] for row in listed] == [o.name for o in declared]
+    assert next(row for row in listed if row["name"] == "Hash")["default"] == 8
+    assert main(["options", "latent"]) == 0  # no model is loaded to list them
+    table = capsys.readouterr().out
+    assert "Depth" in table and "[1, 64]" in table and "minimax|beam" in table

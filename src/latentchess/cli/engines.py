@@ -87,6 +87,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     bench.add_argument("--eval", default="hce", help="evaluator (default: %(default)s)")
     bench.set_defaults(func=_bench)
 
+    options = subparsers.add_parser(
+        "options",
+        help="list an engine's options: UCI name, type, default, range, spec key",
+        description="The options the engine declares (what 'uci' lists and 'setoption' sets; "
+        "the spec key sets the same option in an engine spec, e.g. 'latent:depth=4').",
+    )
+    options.add_argument(
+        "spec", nargs="?", default=None, help=f"(default: {DEFAULT_ENGINE_SPEC!r})"
+    )
+    options.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    options.set_defaults(func=_options)
+
     play = subparsers.add_parser(
         "play",
         help=f"play against the engine in the terminal ({DEFAULT_ENGINE_SPEC!r} unless --engine)",
@@ -333,6 +345,46 @@ def _play(args: argparse.Namespace) -> int:
         )
     finally:
         engine.close()
+    return 0
+
+
+def _options(args: argparse.Namespace) -> int:
+    from latentchess.engines.registry import create_engine
+
+    spec = args.spec or DEFAULT_ENGINE_SPEC
+    engine = create_engine(spec, wait=False)  # declarations need no model loaded
+    try:
+        declared = engine.options()
+    finally:
+        engine.close()
+    rows = [
+        {
+            "name": o.name,
+            "type": o.option.type,
+            "default": o.option.default,
+            "min": o.option.min,
+            "max": o.option.max,
+            "var": o.option.var or [],
+            "key": o.key,
+        }
+        for o in declared
+    ]
+    if args.json:
+        print(json.dumps({"engine": spec, "options": rows}, indent=2))
+        return 0
+    print(f"{spec}: {len(rows)} options (UCI: setoption name NAME value V; spec: KEY=V)")
+    for row in rows:
+        if row["type"] == "spin":
+            allowed = f"[{row['min']}, {row['max']}]"
+        elif row["type"] == "combo":
+            allowed = "|".join(row["var"])
+        else:
+            allowed = ""
+        default = "" if row["default"] is None else row["default"]
+        print(
+            f"  {row['name']:<16} {row['type']:<7} {default!s:<12} {allowed:<24} "
+            f"{row['key'] or ''}"
+        )
     return 0
 
 
