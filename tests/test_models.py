@@ -104,9 +104,9 @@ def test_models_command_prints_every_config(capsys: pytest.CaptureFixture[str]) 
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["name", "L", "H", "N", "M", "D", "params"]
     table = {line.split()[0]: line.split()[1:] for line in lines[1:]}
-    from latentchess.models.config import GAB_ENCODER_CONFIGS
+    from latentchess.models.config import GAB_ENCODER_CONFIGS, SPARSE_ENCODER_CONFIGS
 
-    assert set(table) == set(MODEL_CONFIGS) | set(GAB_ENCODER_CONFIGS)
+    assert set(table) == set(MODEL_CONFIGS) | set(GAB_ENCODER_CONFIGS) | set(SPARSE_ENCODER_CONFIGS)
     for name, c in MODEL_CONFIGS.items():
         expected = [c.layers, c.hidden, c.heads, c.mlp, c.dim, f"{_parameter_formula(c):,}"]
         assert table[name] == [str(v) for v in expected]

@@ -53,7 +53,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def _models(args: argparse.Namespace) -> int:
     import torch
 
-    from latentchess.models.config import GAB_ENCODER_CONFIGS, MODEL_CONFIGS
+    from latentchess.models.config import (
+        GAB_ENCODER_CONFIGS,
+        MODEL_CONFIGS,
+        SPARSE_ENCODER_CONFIGS,
+    )
     from latentchess.models.gab_encoder import build_encoder
 
     rows = [("name", "L", "H", "N", "M", "D", "params")]
@@ -71,6 +75,13 @@ def _models(args: argparse.Namespace) -> int:
                 f"{params:,}",
             )
         )
+    # A sparse (NNUE-feature) encoder: no layers or heads; H is its accumulator width L1 and M
+    # its dense hidden width.
+    for name, sparse in SPARSE_ENCODER_CONFIGS.items():
+        with torch.device("meta"):
+            params = build_encoder(sparse).num_parameters()
+        cells = ("-", str(sparse.l1), "-", str(sparse.hidden), str(sparse.dim), f"{params:,}")
+        rows.append((name, *cells))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         cells = [row[0].ljust(widths[0])] + [
@@ -84,7 +95,11 @@ def _model_info(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from latentchess.models.config import EncoderConfig, encoder_config_from_dict
+    from latentchess.models.config import (
+        EncoderConfig,
+        SparseEncoderConfig,
+        encoder_config_from_dict,
+    )
     from latentchess.models.gab_encoder import build_encoder
     from latentchess.models.io import WEIGHTS_FILE, default_model_path, read_model_config
 
@@ -104,6 +119,11 @@ def _model_info(args: argparse.Namespace) -> int:
         print(
             f"config      {config.name}: L={config.layers} H={config.hidden} N={config.heads} "
             f"M={config.mlp} D={config.dim} dropout={config.dropout}"
+        )
+    elif isinstance(config, SparseEncoderConfig):
+        print(
+            f"config      {config.name}: sparse features={config.feature_set} L1={config.l1} "
+            f"hidden={config.hidden} D={config.dim}"
         )
     else:  # a contrastive Chessformer (GAB) encoder
         print(

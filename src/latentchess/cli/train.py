@@ -147,8 +147,15 @@ def _add_supcon_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model-config",
         default="tiny",
-        help="a name from `latentchess models`: a SOLIS encoder (micro, tiny, ...) or a "
-        "contrastive Chessformer GAB encoder (gab-nano, gab-micro, gab-tiny); default tiny",
+        help="a name from `latentchess models`: a SOLIS encoder (micro, tiny, ...), a "
+        "contrastive Chessformer GAB encoder (gab-nano, gab-micro, gab-tiny) or a sparse "
+        "NNUE-feature encoder (sparse-32, sparse-64, sparse-128); default tiny",
+    )
+    p.add_argument(
+        "--feature-set",
+        default=None,
+        help="sparse encoders only: NNUE feature blocks joined by '+' (ALL, H, V, D1, D2, PH, "
+        "PV, MB, MC; default ALL)",
     )
     p.add_argument(
         "--dropout",
@@ -209,6 +216,13 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     from latentchess.training.config import TrainConfig
 
     model = dataclasses.replace(get_config(args.model_config), dropout=args.dropout)
+    feature_set = getattr(args, "feature_set", None)
+    if feature_set is not None:
+        if not hasattr(model, "feature_set"):
+            raise ValueError(
+                f"--feature-set applies to sparse-* encoders, not {args.model_config!r}"
+            )
+        model = dataclasses.replace(model, feature_set=feature_set)
     optional = {"lr": args.lr, "weight_decay": args.weight_decay}
     return TrainConfig(
         data=args.data,

@@ -11,16 +11,22 @@ from latentchess.encoding import SEQUENCE_LENGTH, VOCAB_SIZE
 __all__ = [
     "EncoderConfig",
     "GabEncoderConfig",
+    "SparseEncoderConfig",
     "AnyEncoderConfig",
     "MODEL_CONFIGS",
     "GAB_ENCODER_CONFIGS",
+    "SPARSE_ENCODER_CONFIGS",
     "GAB_KIND",
+    "SPARSE_KIND",
     "get_config",
+    "encoder_config_class",
     "encoder_config_from_dict",
 ]
 
 GAB_KIND = "chessformer-gab"
 """The ``kind`` of a :class:`GabEncoderConfig` in a model's ``config.json``."""
+SPARSE_KIND = "sparse"
+"""The ``kind`` of a :class:`SparseEncoderConfig` in a model's ``config.json``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,7 +178,72 @@ class GabEncoderConfig:
         return cls(**data)
 
 
-AnyEncoderConfig = EncoderConfig | GabEncoderConfig
+@dataclass(frozen=True, kw_only=True)
+class SparseEncoderConfig:
+    """The sparse contrastive encoder: NNUE features -> accumulators -> a small dense stack.
+
+    Same input and output as the SOLIS encoder (77 tokens in, a unit vector out), so it trains
+    with the SupCon trainer and plays as a latent model; the architecture is spelt out in
+    :mod:`latentchess.models.sparse_encoder`.
+
+    Attributes:
+        name: registry name, informational.
+        kind: always :data:`SPARSE_KIND`.
+        feature_set: NNUE feature blocks joined by ``+`` (:mod:`latentchess.nnue.features`);
+            ``ALL`` (768 piece-square features per perspective) by default.
+        l1: accumulator width per perspective (a multiple of 8, as the NNUE's).
+        hidden: width of the dense hidden layer.
+        dim: output embedding dimension D.
+        dropout: must be 0 (there is no dropout; the field lets ``--dropout`` keep one meaning).
+    """
+
+    name: str = "sparse-custom"
+    kind: str = SPARSE_KIND
+    feature_set: str = "ALL"
+    l1: int = 256
+    hidden: int = 32
+    dim: int = 64
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind != SPARSE_KIND:
+            raise ValueError(f"SparseEncoderConfig.kind must be {SPARSE_KIND!r}, got {self.kind!r}")
+        for field in ("l1", "hidden", "dim"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(
+                    f"SparseEncoderConfig.{field} must be a positive int, got {value!r}"
+                )
+        if self.l1 % 8:
+            raise ValueError(f"SparseEncoderConfig.l1 must be a multiple of 8, got {self.l1!r}")
+        if self.dropout != 0.0:
+            raise ValueError(f"the sparse encoder has no dropout; got dropout={self.dropout!r}")
+        _ = self.features  # validates the feature set
+
+    @property
+    def features(self) -> Any:
+        """The :class:`~latentchess.nnue.features.FeatureSet` of ``feature_set``."""
+        from latentchess.errors import LatentChessError
+        from latentchess.nnue.features import parse_feature_set
+
+        try:
+            return parse_feature_set(self.feature_set)
+        except LatentChessError as error:
+            raise ValueError(str(error)) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SparseEncoderConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown SparseEncoderConfig keys {sorted(unknown)!r}")
+        return cls(**data)
+
+
+AnyEncoderConfig = EncoderConfig | GabEncoderConfig | SparseEncoderConfig
 
 GAB_ENCODER_CONFIGS: dict[str, GabEncoderConfig] = {
     "gab-nano": GabEncoderConfig(
@@ -187,21 +258,38 @@ GAB_ENCODER_CONFIGS: dict[str, GabEncoderConfig] = {
 """Contrastive GAB encoders (``latentchess train --model-config gab-micro``)."""
 
 
+SPARSE_ENCODER_CONFIGS: dict[str, SparseEncoderConfig] = {
+    f"sparse-{d}": SparseEncoderConfig(name=f"sparse-{d}", l1=256, hidden=32, dim=d)
+    for d in (32, 64, 128)
+}
+"""Sparse (NNUE-feature) contrastive encoders, ``ALL`` features, accumulator 256, hidden 32
+(``latentchess train supcon --model-config sparse-64 [--feature-set ALL+H+V]``)."""
+
+
 def get_config(name: str) -> AnyEncoderConfig:
-    """Look up a named configuration (a SOLIS encoder, or a ``gab-*`` GAB encoder)."""
+    """Look up a named configuration (a SOLIS encoder, a ``gab-*`` or a ``sparse-*`` one)."""
     if name in GAB_ENCODER_CONFIGS:
         return GAB_ENCODER_CONFIGS[name]
+    if name in SPARSE_ENCODER_CONFIGS:
+        return SPARSE_ENCODER_CONFIGS[name]
     try:
         return MODEL_CONFIGS[name]
     except KeyError:
         raise ValueError(
             f"unknown model config {name!r}; choose from "
-            f"{sorted([*MODEL_CONFIGS, *GAB_ENCODER_CONFIGS])}"
+            f"{sorted([*MODEL_CONFIGS, *GAB_ENCODER_CONFIGS, *SPARSE_ENCODER_CONFIGS])}"
         ) from None
 
 
+def encoder_config_class(kind: object) -> type[AnyEncoderConfig]:
+    """The config class of a stored config's ``kind`` (none: the SOLIS encoder)."""
+    if kind == GAB_KIND:
+        return GabEncoderConfig
+    if kind == SPARSE_KIND:
+        return SparseEncoderConfig
+    return EncoderConfig
+
+
 def encoder_config_from_dict(data: dict[str, Any]) -> AnyEncoderConfig:
-    """A stored encoder config: a :class:`GabEncoderConfig` when ``kind`` says so."""
-    if data.get("kind") == GAB_KIND:
-        return GabEncoderConfig.from_dict(data)
-    return EncoderConfig.from_dict(data)
+    """A stored encoder config of the family its ``kind`` names."""
+    return encoder_config_class(data.get("kind")).from_dict(data)

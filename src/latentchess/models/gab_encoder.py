@@ -29,7 +29,7 @@ from torch import Tensor, nn
 
 from latentchess.encoding import VOCAB, VOCAB_SIZE
 from latentchess.models.chessformer import Block
-from latentchess.models.config import AnyEncoderConfig, GabEncoderConfig
+from latentchess.models.config import AnyEncoderConfig, GabEncoderConfig, SparseEncoderConfig
 from latentchess.squares import PLANES, SIDE_FEATURES
 
 __all__ = ["GabEncoder", "build_encoder", "token_square_features"]
@@ -182,9 +182,13 @@ class GabEncoder(nn.Module):
 
 
 def build_encoder(config: AnyEncoderConfig) -> nn.Module:
-    """The encoder network of either family (SOLIS tokens, or the GAB trunk)."""
+    """The encoder network of any family (SOLIS tokens, the GAB trunk, or sparse features)."""
     if isinstance(config, GabEncoderConfig):
         return GabEncoder(config)
+    if isinstance(config, SparseEncoderConfig):
+        from latentchess.models.sparse_encoder import SparseEncoder
+
+        return SparseEncoder(config)
     from latentchess.models.encoder import Encoder
 
     return Encoder(config)

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from latentchess.models.config import (
-    GAB_KIND,
     AnyEncoderConfig,
     EncoderConfig,
     GabEncoderConfig,
+    SparseEncoderConfig,
+    encoder_config_class,
     get_config,
 )
 
@@ -51,7 +52,8 @@ class TrainConfig:
         data: a training cache directory or a dataset directory of Parquet shards.
         out: run directory: ``checkpoints/``, ``metrics.jsonl``, ``model/``, ``training.png``.
         model: encoder architecture (``--model-config`` picks one of ``MODEL_CONFIGS``, or a
-            ``gab-*`` contrastive Chessformer encoder of ``GAB_ENCODER_CONFIGS``); the
+            ``gab-*`` contrastive Chessformer encoder of ``GAB_ENCODER_CONFIGS``, or a ``sparse-*``
+            NNUE-feature encoder of ``SPARSE_ENCODER_CONFIGS``); the
             default is ``tiny`` with dropout 0: with the paper's 0.1, short SGD runs collapsed to
             a near-constant embedding (``benchmarks/results/lr_schedule.md``, Spearman 0.17-0.20
             against 0.93 without dropout after 300 steps).
@@ -129,9 +131,10 @@ class TrainConfig:
         object.__setattr__(self, "out", Path(self.out))
         if self.cache_dir is not None:
             object.__setattr__(self, "cache_dir", Path(self.cache_dir))
-        if not isinstance(self.model, EncoderConfig | GabEncoderConfig):
+        if not isinstance(self.model, EncoderConfig | GabEncoderConfig | SparseEncoderConfig):
             raise ValueError(
-                f"model must be an EncoderConfig or a GabEncoderConfig, got {self.model!r}"
+                "model must be an EncoderConfig, a GabEncoderConfig or a SparseEncoderConfig, "
+                f"got {self.model!r}"
             )
         positive_ints = ("steps", "batch_size", "positives", "holdout_max", "eval_positions")
         positive_ints += ("eval_axis_per_side", "axis_per_side", "checkpoint_every", "log_every")
@@ -198,7 +201,7 @@ class TrainConfig:
         # Checkpoints written before a setting existed ran with its default.
         saved = {**_defaults(type(self)), **saved}
         if isinstance(saved.get("model"), dict):
-            family = GabEncoderConfig if saved["model"].get("kind") == GAB_KIND else EncoderConfig
+            family = encoder_config_class(saved["model"].get("kind"))
             saved["model"] = {**_defaults(family), **saved["model"]}
         if self.schedule == "constant" and saved.get("schedule") == "constant":
             ignore.add("steps")

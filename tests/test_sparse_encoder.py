@@ -1,0 +1,215 @@
+"""The sparse (NNUE-feature) contrastive encoder: features, shapes, files, training, play."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+from pathlib import Path
+
+import chess
+import chess.engine
+import numpy as np
+import pytest
+import torch
+
+from latentchess.data.cache import write_cache
+from latentchess.encoding import tokenize_batch
+from latentchess.models import LatentModel, load_model, save_model
+from latentchess.models.config import (
+    SPARSE_ENCODER_CONFIGS,
+    SparseEncoderConfig,
+    encoder_config_from_dict,
+    get_config,
+)
+from latentchess.models.gab_encoder import build_encoder
+from latentchess.models.sparse_encoder import SparseEncoder, mirror_features, token_features
+from latentchess.nnue.features import parse_feature_set, position_features
+from latentchess.training import train
+from latentchess.training.curves import read_metrics
+from training_fixtures import micro_config
+
+SMALL = SparseEncoderConfig(name="sparse-test", l1=32, hidden=8, dim=16)
+
+
+def _boards(count: int, seed: int = 0) -> list[chess.Board]:
+    """Positions of random games (castling rights, en passant, promotions, both sides to move)."""
+    rng, boards = random.Random(seed), []
+    while len(boards) < count:
+        board = chess.Board()
+        for _ in range(rng.randrange(0, 150)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+        boards.append(board)
+    return boards
+
+
+def _as_sets(index: torch.Tensor, pad: int) -> list[list[int]]:
+    return [sorted(i for i in row if i != pad) for row in index.tolist()]
+
+
+@pytest.mark.parametrize("name", ["ALL", "ALL+H+V", "D1+D2", "PH+PV", "ALL+PV+H", "ALL+MB+MC"])
+def test_feature_indices_equal_the_reference(name: str) -> None:
+    feature_set = parse_feature_set(name)
+    boards = _boards(30, seed=len(name))
+    white, black = token_features(torch.from_numpy(tokenize_batch(boards)).long(), feature_set)
+    pad = feature_set.size
+    for board, w, b in zip(boards, _as_sets(white, pad), _as_sets(black, pad), strict=True):
+        ref_w, ref_b = position_features(board, feature_set)
+        assert w == ref_w.tolist(), board.fen()
+        assert b == ref_b.tolist(), board.fen()
+
+
+def test_feature_indices_equal_the_native_core() -> None:
+    from latentchess.core import _native as native
+
+    feature_set = parse_feature_set("ALL+H+PH")
+    boards = _boards(30, seed=7)
+    white, black = token_features(torch.from_numpy(tokenize_batch(boards)).long(), feature_set)
+    for board, w, b in zip(
+        boards, _as_sets(white, feature_set.size), _as_sets(black, feature_set.size), strict=True
+    ):
+        position = native.Position(board.fen())
+        assert w == sorted(native.nnue_features(position, 0, feature_set.name))
+        assert b == sorted(native.nnue_features(position, 1, feature_set.name))
+
+
+def test_embeddings_are_unit_vectors_and_white_accumulator_comes_first() -> None:
+    torch.manual_seed(0)
+    encoder = SparseEncoder(SMALL).eval()
+    boards = _boards(16)
+    tokens = torch.from_numpy(tokenize_batch(boards))
+    with torch.no_grad():
+        z = encoder(tokens)
+        acc = encoder.accumulators(tokens)
+    assert z.shape == (16, 16) and z.dtype == torch.float32
+    assert torch.allclose(z.norm(dim=1), torch.ones(16), atol=1e-5)
+    # The written-out architecture (module docstring), from the reference features.
+    w = encoder.ft.weight.detach()
+    for row, board in enumerate(boards):
+        ref_w, ref_b = position_features(board, SMALL.features)
+        acc_w = encoder.ft_bias.detach() + w[ref_w].sum(dim=0)
+        acc_b = encoder.ft_bias.detach() + w[ref_b].sum(dim=0)
+        assert torch.allclose(acc[row], torch.cat([acc_w, acc_b]), atol=1e-5)
+        x = torch.cat([acc_w, acc_b]).clamp(0, 1)
+        h = encoder.l2.weight.detach() @ x + encoder.l2.bias.detach()
+        if board.turn == chess.BLACK:
+            h = h + encoder.l2_stm.detach()
+        out = encoder.out.weight.detach() @ h.clamp(0, 1) + encoder.out.bias.detach()
+        assert torch.allclose(z[row], out / out.norm(), atol=1e-5)
+
+
+def test_colour_mirrored_twin_swaps_the_accumulators() -> None:
+    """What holds by construction: the twin's perspectives are the original's, swapped."""
+    boards = _boards(20, seed=3)
+    twins = [board.mirror() for board in boards]  # flipped, colours and side to move swapped
+    feature_set = parse_feature_set("ALL+H+PV")
+    original = token_features(torch.from_numpy(tokenize_batch(boards)).long(), feature_set)
+    mirrored = token_features(torch.from_numpy(tokenize_batch(twins)).long(), feature_set)
+    pad = feature_set.size
+    for ours, theirs in zip(mirror_features(*original), mirrored, strict=True):
+        assert _as_sets(ours, pad) == _as_sets(theirs, pad)
+    encoder = SparseEncoder(SMALL).eval()
+    with torch.no_grad():
+        acc = encoder.accumulators(torch.from_numpy(tokenize_batch(boards)))
+        acc_twin = encoder.accumulators(torch.from_numpy(tokenize_batch(twins)))
+    assert torch.allclose(acc, torch.cat([acc_twin[:, 32:], acc_twin[:, :32]], dim=1), atol=1e-5)
+
+
+def test_config_registry_and_validation() -> None:
+    assert {c.dim for c in SPARSE_ENCODER_CONFIGS.values()} == {32, 64, 128}
+    config = get_config("sparse-64")
+    assert isinstance(config, SparseEncoderConfig) and config.feature_set == "ALL"
+    assert encoder_config_from_dict(config.to_dict()) == config
+    assert isinstance(build_encoder(config), SparseEncoder)
+    with pytest.raises(ValueError, match="unknown feature block"):
+        SparseEncoderConfig(feature_set="ALL+XX")
+    with pytest.raises(ValueError, match="multiple of 8"):
+        SparseEncoderConfig(l1=30)
+    with pytest.raises(ValueError, match="no dropout"):
+        SparseEncoderConfig(dropout=0.1)
+
+
+def test_cli_selects_the_sparse_encoder_and_its_feature_set(tmp_path: Path) -> None:
+    from latentchess.cli.train import _add_supcon_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    _add_supcon_arguments(parser)
+    base = ["--data", str(tmp_path), "--out", str(tmp_path / "o")]
+    args = parser.parse_args([*base, "--model-config", "sparse-32", "--feature-set", "ALL+H"])
+    model = config_from_args(args).model
+    assert isinstance(model, SparseEncoderConfig) and (model.dim, model.feature_set) == (
+        32,
+        "ALL+H",
+    )
+    with pytest.raises(ValueError, match="--feature-set applies to sparse"):
+        config_from_args(
+            parser.parse_args([*base, "--model-config", "micro", "--feature-set", "H"])
+        )
+
+
+def test_save_load_round_trip_gives_identical_scores(tmp_path: Path) -> None:
+    torch.manual_seed(1)
+    encoder = SparseEncoder(SMALL)
+    axis = np.random.default_rng(0).normal(size=16).astype(np.float32)
+    saved = save_model(tmp_path / "model", encoder, axis=axis)
+    loaded = load_model(saved, precision="fp32")
+    boards = _boards(12, seed=5)
+    before = LatentModel.from_encoder(encoder, axis, precision="fp32").score(boards)
+    assert isinstance(loaded.encoder, SparseEncoder)
+    np.testing.assert_array_equal(loaded.score(boards), before)
+    assert len(loaded.content_hash) == 12
+
+
+def _material_cache(path: Path, rows: int = 600) -> Path:
+    """Real positions labelled by White's material (mates: a rook or more up)."""
+    values = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
+    boards = _boards(rows, seed=11)
+    material = np.array(
+        [
+            sum(
+                v * (len(b.pieces(t, chess.WHITE)) - len(b.pieces(t, chess.BLACK)))
+                for t, v in values.items()
+            )
+            for b in boards
+        ]
+    )
+    labels = np.clip(0.5 + material / 10, 0.0, 1.0)
+    labels[material >= 5], labels[material <= -5] = 1.0, 0.0
+    write_cache(path, tokenize_batch(boards), labels.astype(np.float32), source="material")
+    return path
+
+
+def test_training_through_the_loop_learns_and_resumes(tmp_path: Path) -> None:
+    cache = _material_cache(tmp_path / "cache")
+    settings = dict(
+        model=SMALL, steps=30, batch_size=32, positives=3, optimizer="adamw", lr=0.01, warmup=0
+    )
+    cfg = micro_config(cache, tmp_path / "run", **settings, eval_every=15, checkpoint_every=10)
+    stopped = train(dataclasses.replace(cfg, steps=20, schedule="constant"))
+    assert stopped.step == 20
+    result = train(dataclasses.replace(cfg, schedule="constant"))
+    assert result.resumed_from == 20 and result.step == 30 and result.stop_reason == "completed"
+    records = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    losses = [r["loss"] for r in records if r["kind"] == "train"]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5])
+    evals = [r for r in records if r["kind"] == "eval"]
+    assert evals[-1]["heldout_loss"] < evals[0]["heldout_loss"]
+    model = load_model(result.model_dir, precision="fp32")
+    assert model.config == SMALL and model.metadata["axis_counts"]["white"] > 0
+
+
+def test_latent_engine_plays_legal_moves_with_it(tmp_path: Path) -> None:
+    from latentchess.engines.latent import LatentEngine
+
+    torch.manual_seed(2)
+    axis = np.random.default_rng(1).normal(size=16).astype(np.float32)
+    saved = save_model(tmp_path / "model", SparseEncoder(SMALL), axis=axis)
+    engine = LatentEngine(load_model(saved, precision="fp32"))
+    board = chess.Board()
+    for _ in range(6):
+        move = engine.play(board, chess.engine.Limit(depth=2))
+        assert move in board.legal_moves
+        board.push(move)
