@@ -235,9 +235,11 @@ def test_sprt_match_stops_at_a_decision_and_resumes(tmp_path, openings, workers)
     last = headers[-1]  # the last game written carries the final state
     assert last["SPRTStatus"].endswith(": H1") and f"{status.pairs} pairs" in last["SPRTStatus"]
 
-    # Rerunning plays nothing more; other bounds on the same games are refused.
+    # Rerunning plays nothing more and leaves the file alone; other bounds are refused.
+    text = pgn.read_text(encoding="utf-8")
     again = run_match(*players(), openings, config, pgn_path=pgn)
     assert again.resumed == len(rounds) and again.sprt_status() == status
+    assert pgn.read_text(encoding="utf-8") == text
     other = MatchConfig(games=200, progress=False, sprt=SprtConfig(elo0=0, elo1=100))
     with pytest.raises(DataFormatError, match="changing a sequential test's parameters"):
         run_match(*players(), openings, other, pgn_path=pgn)

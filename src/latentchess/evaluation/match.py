@@ -267,8 +267,10 @@ def run_match(
                 return number
         return None
 
-    if not todo:
+    first = next_round()
+    if first is None:  # everything played, or a decided test: leave the PGN untouched
         return result
+    todo.appendleft(first)
     makers: list[Callable[[], Engine]] = [player1.make, player2.make]
     if config.adjudication is not None:
         makers.append(config.adjudication.make)
