@@ -46,6 +46,14 @@ from latentchess.search import (
     is_mate_value,
     pov_score,
 )
+from latentchess.search.native import (
+    NATIVE_CHOICES,
+    NativeScorer,
+    NativeSearcher,
+    is_sparse,
+    native_available,
+    native_encoder,
+)
 
 if TYPE_CHECKING:
     from latentchess.models.inference import LatentModel
@@ -168,6 +176,7 @@ _ENGINE_OPTIONS = (
     "policy",
     "policy_elo",
     "hash",
+    "native",
 )
 
 
@@ -230,6 +239,11 @@ class LatentEngine(Engine):
         precision: ``auto``, ``fp32``, ``int8`` or ``bf16`` (for a model loaded here).
         device: torch device for a model loaded here (default: CPU, or CUDA when present).
         threads: torch CPU threads (process-wide; ``None``: leave as is).
+        native: ``auto`` (default): a sparse-encoder model is scored and searched by the native
+            core (:mod:`latentchess.search.native`: the same search in C++, the encoder
+            quantised and updated incrementally) unless a root policy is set; other models use
+            PyTorch and the Python search. ``true``: the native core or an error; ``false``:
+            PyTorch and the Python search always.
     """
 
     def __init__(
@@ -244,7 +258,10 @@ class LatentEngine(Engine):
         precision: str = "auto",
         device: str | None = None,
         threads: int | None = None,
+        native: str = "auto",
     ) -> None:
+        if native not in NATIVE_CHOICES:
+            raise EngineError(f"native must be one of {list(NATIVE_CHOICES)}, got {native!r}")
         config = config or SearchConfig()
         self.config = config
         self.name = name or f"latent-{config.mode}-d{config.depth}-w{config.width}"
@@ -253,7 +270,9 @@ class LatentEngine(Engine):
         self._draw_override = draw_score
         self._hash_mb: int | None = None  # as set by the Hash option (entries round it down)
         self._model: LatentModel | None = None
-        self._searcher: Searcher | None = None
+        self._searcher: Searcher | NativeSearcher | None = None
+        self._native = native
+        self._native_encoder: Any = None  # the core's encoder when it scores and searches
         self._calibration: Callable[[float], float] = lambda score: (score + 1.0) / 2.0
         self._model_path = None if model_path is None else str(model_path)
         self._precision, self._device, self._threads = precision, device, threads
@@ -284,7 +303,8 @@ class LatentEngine(Engine):
                 ``name``, ``move_overhead`` (seconds), ``hash`` (MB of cache), ``policy``
                 (``human`` or a Chessformer model directory: its policy picks and orders the
                 root moves the search expands, :mod:`latentchess.search.policy`) and
-                ``policy_elo``; values may be strings.
+                ``policy_elo``, ``native`` (``auto``, ``true``, ``false``: see the class);
+                values may be strings.
 
         Raises:
             EngineError: an unknown option or a value of the wrong type.
@@ -312,6 +332,12 @@ class LatentEngine(Engine):
         overhead = _coerce(
             "move_overhead", options.get("move_overhead", DEFAULT_MOVE_OVERHEAD_S), float
         )
+        native = str(options.get("native", "auto")).strip().lower()
+        native = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false"}.get(
+            native, native
+        )
+        if native not in NATIVE_CHOICES:
+            raise EngineError(f"native must be one of {list(NATIVE_CHOICES)}, got {native!r}")
         loaded = model if model is not None and not isinstance(model, str | Path) else None
         path = model if isinstance(model, str | Path) else None
         if path is not None and not Path(path).expanduser().is_dir():
@@ -326,6 +352,7 @@ class LatentEngine(Engine):
             precision=precision,
             device=options.get("device"),
             threads=threads or None,
+            native=native,
         )
         if options.get("policy") is not None:
             from latentchess.search.policy import load_policy
@@ -378,12 +405,34 @@ class LatentEngine(Engine):
         )
         self.config = dataclasses.replace(self.config, draw_score=score)
         note_model(model.provenance())  # for the results of the command that built it
+        self._native_encoder = self._native_encoder_of(model)
         self._model = model
         self._rebuild_search()
 
+    def _native_encoder_of(self, model: LatentModel) -> Any:
+        """The core's encoder when ``native`` asks for it and the model allows it, else None."""
+        if self._native == "false":
+            return None
+        if is_sparse(model) and native_available():
+            return native_encoder(model)
+        if self._native == "true":
+            raise EngineError(
+                "native=true needs a sparse-encoder model and a native core with the latent "
+                f"search; {model!r} is {'sparse' if is_sparse(model) else 'not sparse'}"
+            )
+        return None
+
+    @property
+    def native(self) -> bool:
+        """Whether the native core scores and searches (see ``native`` in the class doc)."""
+        return self._native_encoder is not None and isinstance(self._searcher, NativeSearcher)
+
     def _rebuild_search(self) -> None:
         old = self._searcher
-        self._searcher = Searcher(self.score_boards, self.config)
+        if self._native_encoder is not None and self.policy is None:
+            self._searcher = NativeSearcher(self._native_encoder, self.config)
+        else:  # a root policy needs the Python search
+            self._searcher = Searcher(self.score_boards, self.config)
         if old is not None:
             self._searcher.seconds_per_position = old.seconds_per_position
         if self.policy is not None:
@@ -409,7 +458,7 @@ class LatentEngine(Engine):
         return self._model
 
     @property
-    def searcher(self) -> Searcher:
+    def searcher(self) -> Searcher | NativeSearcher:
         """The search over the loaded model."""
         self.ready()
         assert self._searcher is not None
@@ -493,12 +542,17 @@ class LatentEngine(Engine):
         """Let ``policy`` pick and order the root moves the search expands (None: the scores)."""
         self.policy = policy
         if self._searcher is not None:
+            if self._native_encoder is not None:
+                self._rebuild_search()  # the native search has no root policy
             self._searcher.root_policy = None if policy is None else policy.order
 
     # -- scoring ---------------------------------------------------------------------------------
 
     def score_boards(self, boards: Sequence[chess.Board]) -> npt.NDArray[np.float32]:
-        """Axis scores of boards, White's view (the search's scorer)."""
+        """Axis scores of boards, White's view (the search's scorer): the native core's for a
+        sparse model (see ``native``), else the model's."""
+        if self._native_encoder is not None:
+            return NativeScorer(self._native_encoder)(boards)
         return self.model.score_tokens(tokenize_boards(boards))
 
     def win_probability(self, value: float) -> float:

@@ -214,6 +214,7 @@ void register_errors() {
 namespace latentchess::core {
 void bind_search(py::module_& module);
 void bind_nnue(py::module_& module);  // nnue_bindings.cpp (nnue helper)
+void bind_latent(py::module_& module);  // latent_bindings.cpp (sparse encoder, latent search)
 }  // namespace latentchess::core
 
 PYBIND11_MODULE(_native, m) {
@@ -225,4 +226,5 @@ PYBIND11_MODULE(_native, m) {
     latentchess::core::bind_search(m);
     // ---- NNUE section (nnue helper) ----
     latentchess::core::bind_nnue(m);
+    latentchess::core::bind_latent(m);  // sparse encoder and latent search
 }

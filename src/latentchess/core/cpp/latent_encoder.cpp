@@ -1,0 +1,265 @@
+// The sparse contrastive encoder in the native core; see latent_encoder.h.
+#include "latent_encoder.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+namespace latentchess::core {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& source, const std::string& problem) {
+    throw std::invalid_argument("sparse encoder '" + source + "': " + problem);
+}
+
+std::int16_t quantise(float value) {
+    const double scaled = std::round(static_cast<double>(value) * 127.0);  // half away from zero
+    return static_cast<std::int16_t>(std::clamp(scaled, -32767.0, 32767.0));
+}
+
+void check_size(const std::vector<float>& values, std::size_t expected, const char* name,
+                const std::string& source) {
+    if (values.size() != expected) {
+        fail(source, std::string(name) + " has " + std::to_string(values.size()) + " values, expected " +
+                         std::to_string(expected));
+    }
+    for (const float value : values) {
+        if (!std::isfinite(value)) fail(source, std::string(name) + " holds a non-finite value");
+    }
+}
+
+// --- model.safetensors (float32 tensors only) ------------------------------------------------
+
+struct TensorEntry {
+    std::vector<long long> shape;
+    std::size_t begin = 0, end = 0;
+};
+
+// The header object of tensor `name` ({"dtype":..., "shape":[...], "data_offsets":[...]}).
+std::string entry_text(const std::string& header, const std::string& name, const std::string& file) {
+    const std::size_t at = header.find("\"" + name + "\"");
+    if (at == std::string::npos) fail(file, "missing tensor '" + name + "'");
+    const std::size_t open = header.find('{', at);
+    const std::size_t close = header.find('}', open);
+    if (open == std::string::npos || close == std::string::npos) fail(file, "bad header");
+    return header.substr(open, close - open + 1);
+}
+
+std::vector<long long> numbers_after(const std::string& text, const std::string& key,
+                                     const std::string& file) {
+    const std::size_t at = text.find("\"" + key + "\"");
+    const std::size_t open = at == std::string::npos ? at : text.find('[', at);
+    const std::size_t close = open == std::string::npos ? open : text.find(']', open);
+    if (close == std::string::npos) fail(file, "bad or missing field '" + key + "'");
+    std::vector<long long> out;
+    std::size_t start = open + 1;
+    while (start < close) {
+        std::size_t comma = text.find(',', start);
+        if (comma == std::string::npos || comma > close) comma = close;
+        const std::string number = text.substr(start, comma - start);
+        if (number.find_first_of("0123456789") != std::string::npos) {
+            try {
+                out.push_back(std::stoll(number));
+            } catch (const std::logic_error&) {
+                fail(file, "bad number in '" + key + "'");
+            }
+        }
+        start = comma + 1;
+    }
+    return out;
+}
+
+std::vector<float> float_tensor(const std::string& header, const std::vector<char>& data,
+                                const std::string& name, std::vector<long long>& shape,
+                                const std::string& file) {
+    const std::string text = entry_text(header, name, file);
+    if (text.find("\"F32\"") == std::string::npos) fail(file, name + " is not float32 (F32)");
+    shape = numbers_after(text, "shape", file);
+    const auto offsets = numbers_after(text, "data_offsets", file);
+    std::size_t count = 1;
+    for (const long long extent : shape) {
+        if (extent < 0 || extent > (1LL << 28)) fail(file, name + " has a bad shape");
+        count *= static_cast<std::size_t>(extent);
+    }
+    if (offsets.size() != 2 || offsets[0] < 0 || offsets[1] < offsets[0] ||
+        static_cast<std::size_t>(offsets[1]) > data.size() ||
+        static_cast<std::size_t>(offsets[1] - offsets[0]) != count * sizeof(float)) {
+        fail(file, name + ": data offsets do not match its shape");
+    }
+    std::vector<float> out(count);
+    if (count > 0) std::memcpy(out.data(), data.data() + offsets[0], count * sizeof(float));
+    return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const LatentNetwork> make_latent_network(const LatentWeights& weights) {
+    const std::string& source = weights.source;
+    FeatureSet features;
+    try {
+        features = FeatureSet::parse(weights.feature_set);
+    } catch (const std::invalid_argument& error) {
+        fail(source, error.what());
+    }
+    const int l1 = weights.l1, hidden = weights.hidden, dim = weights.dim;
+    if (l1 <= 0 || l1 > kNnueMaxL1 || hidden <= 0 || hidden > 65536 || dim <= 0 || dim > 65536)
+        fail(source, "bad widths L1=" + std::to_string(l1) + " H=" + std::to_string(hidden) +
+                         " D=" + std::to_string(dim));
+    const auto n = static_cast<std::size_t>(features.size);
+    const auto width = static_cast<std::size_t>(l1);
+    const auto h = static_cast<std::size_t>(hidden), d = static_cast<std::size_t>(dim);
+    // The padding row N (zero, never read) may be there or not.
+    if (weights.ft_weight.size() == (n + 1) * width) {
+        std::vector<float> rows(weights.ft_weight.begin(), weights.ft_weight.begin() + static_cast<long>(n * width));
+        check_size(rows, n * width, "ft.weight", source);
+    } else {
+        check_size(weights.ft_weight, n * width, "ft.weight", source);
+    }
+    check_size(weights.ft_bias, width, "ft_bias", source);
+    check_size(weights.l2_weight, h * 2 * width, "l2.weight", source);
+    check_size(weights.l2_bias, h, "l2.bias", source);
+    check_size(weights.l2_stm, h, "l2_stm", source);
+    check_size(weights.out_weight, d * h, "out.weight", source);
+    check_size(weights.out_bias, d, "out.bias", source);
+    check_size(weights.axis, d, "axis", source);
+    double norm = 0.0;
+    for (const float value : weights.axis) norm += static_cast<double>(value) * value;
+    norm = std::sqrt(norm);
+    if (!(norm > 0.0)) fail(source, "the axis is all zeros");
+
+    auto transformer = std::make_shared<NnueNetwork>();
+    transformer->features = features;
+    transformer->l1 = l1;
+    transformer->l2 = 1;  // output layers unused: zero, of the smallest valid size
+    transformer->ft_weight.resize(n * width);
+    for (std::size_t i = 0; i < n * width; ++i) transformer->ft_weight[i] = quantise(weights.ft_weight[i]);
+    transformer->ft_bias.resize(width);
+    for (std::size_t i = 0; i < width; ++i) transformer->ft_bias[i] = quantise(weights.ft_bias[i]);
+    transformer->l2_weight.assign(2 * width, 0);
+    transformer->l2_bias.assign(1, 0);
+    transformer->out_weight.assign(1, 0);
+    transformer->source = source;
+    try {
+        transformer->validate();
+    } catch (const std::invalid_argument& error) {
+        fail(source, error.what());
+    }
+
+    auto network = std::make_shared<LatentNetwork>();
+    network->transformer = std::move(transformer);
+    network->l1 = l1;
+    network->hidden = hidden;
+    network->dim = dim;
+    network->l2_weight = weights.l2_weight;
+    network->l2_bias = weights.l2_bias;
+    network->l2_stm = weights.l2_stm;
+    network->out_weight = weights.out_weight;
+    network->out_bias = weights.out_bias;
+    network->unit_axis.resize(d);
+    for (std::size_t i = 0; i < d; ++i)
+        network->unit_axis[i] = static_cast<float>(weights.axis[i] / norm);
+    network->source = source;
+    return network;
+}
+
+std::shared_ptr<const LatentNetwork> load_latent_network(const std::string& path,
+                                                         const std::string& feature_set,
+                                                         const std::vector<float>& axis) {
+    std::string file = path;
+    if (file.size() < 12 || file.substr(file.size() - 12) != ".safetensors") {
+        file += (file.empty() || file.back() == '/') ? "model.safetensors" : "/model.safetensors";
+    }
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail(file, "cannot open");
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.size() < 8) fail(file, "truncated");
+    std::uint64_t header_size = 0;
+    for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | static_cast<unsigned char>(bytes[i]);
+    if (header_size > bytes.size() - 8) fail(file, "truncated header");
+    const std::string header(bytes.data() + 8, header_size);
+    const std::vector<char> data(bytes.begin() + 8 + static_cast<long>(header_size), bytes.end());
+
+    LatentWeights weights;
+    weights.source = file;
+    weights.feature_set = feature_set;
+    weights.axis = axis;
+    std::vector<long long> shape;
+    weights.ft_weight = float_tensor(header, data, "ft.weight", shape, file);
+    if (shape.size() != 2) fail(file, "ft.weight must be 2-dimensional");
+    weights.l1 = static_cast<int>(shape[1]);
+    weights.ft_bias = float_tensor(header, data, "ft_bias", shape, file);
+    weights.l2_weight = float_tensor(header, data, "l2.weight", shape, file);
+    if (shape.size() != 2) fail(file, "l2.weight must be 2-dimensional");
+    weights.hidden = static_cast<int>(shape[0]);
+    weights.l2_bias = float_tensor(header, data, "l2.bias", shape, file);
+    weights.l2_stm = float_tensor(header, data, "l2_stm", shape, file);
+    weights.out_weight = float_tensor(header, data, "out.weight", shape, file);
+    if (shape.size() != 2) fail(file, "out.weight must be 2-dimensional");
+    weights.dim = static_cast<int>(shape[0]);
+    weights.out_bias = float_tensor(header, data, "out.bias", shape, file);
+    return make_latent_network(weights);
+}
+
+float latent_forward(const LatentNetwork& network, const std::int16_t* white, const std::int16_t* black,
+                     Color side_to_move, float* embedding) {
+    const int l1 = network.l1, hidden = network.hidden, dim = network.dim;
+    constexpr int kMaxHidden = 1024;
+    // x = clamp(acc, 0, 127) as floats; the 1/127 is applied once per hidden unit.
+    alignas(64) std::array<float, 2 * kNnueMaxL1> x;
+    for (int i = 0; i < l1; ++i) x[i] = static_cast<float>(std::clamp<int>(white[i], 0, 127));
+    for (int i = 0; i < l1; ++i) x[l1 + i] = static_cast<float>(std::clamp<int>(black[i], 0, 127));
+    std::vector<float> large_hidden;
+    alignas(64) std::array<float, kMaxHidden> small_hidden;
+    float* h = small_hidden.data();
+    if (hidden > kMaxHidden) {
+        large_hidden.resize(static_cast<std::size_t>(hidden));
+        h = large_hidden.data();
+    }
+    constexpr float kInverseScale = 1.0f / 127.0f;
+    const bool black_to_move = side_to_move == Black;
+    for (int j = 0; j < hidden; ++j) {
+        const float* row = network.l2_weight.data() + static_cast<std::size_t>(j) * 2 * l1;
+        float sum = 0.0f;
+        for (int i = 0; i < 2 * l1; ++i) sum += row[i] * x[i];
+        float value = sum * kInverseScale + network.l2_bias[j];
+        if (black_to_move) value += network.l2_stm[j];
+        h[j] = std::clamp(value, 0.0f, 1.0f);
+    }
+    float dot = 0.0f, squared = 0.0f;
+    for (int k = 0; k < dim; ++k) {
+        const float* row = network.out_weight.data() + static_cast<std::size_t>(k) * hidden;
+        float z = network.out_bias[k];
+        for (int j = 0; j < hidden; ++j) z += row[j] * h[j];
+        if (embedding != nullptr) embedding[k] = z;
+        dot += z * network.unit_axis[k];
+        squared += z * z;
+    }
+    const float norm = std::max(std::sqrt(squared), 1e-12f);
+    if (embedding != nullptr) {
+        for (int k = 0; k < dim; ++k) embedding[k] /= norm;
+    }
+    return std::clamp(dot / norm, -1.0f, 1.0f);
+}
+
+float latent_refresh_score(const LatentNetwork& network, const Position& position, float* embedding) {
+    const NnueAccumulator accumulator = refresh_accumulator(*network.transformer, position);
+    return latent_forward(network, accumulator.values[White].data(), accumulator.values[Black].data(),
+                          position.side_to_move(), embedding);
+}
+
+LatentEncoder::LatentEncoder(std::shared_ptr<const LatentNetwork> network)
+    : network_(std::move(network)), accumulators_(network_->transformer) {}
+
+float LatentEncoder::score(const Position& position, float* embedding) const {
+    const NnueAccumulator accumulator = accumulators_.current_accumulator(position);
+    return latent_forward(*network_, accumulator.values[White].data(), accumulator.values[Black].data(),
+                          position.side_to_move(), embedding);
+}
+
+}  // namespace latentchess::core

@@ -1,0 +1,96 @@
+// The sparse contrastive encoder (latentchess.models.sparse_encoder) in the native core:
+// quantised feature transformer, float dense layers, axis score, incremental through do/undo.
+//
+// Invariants:
+//  * The architecture is the Python module's (its docstring is the reference): White's and
+//    Black's accumulators (one shared feature transformer, the NNUE's feature sets), White's
+//    first; x = clamp(acc, 0, 1); h = clamp(l2.weight x + l2.bias [+ l2_stm if Black to move],
+//    0, 1); z = out.weight h + out.bias; embedding = z / max(|z|, 1e-12); score = clamp(
+//    embedding . axis / |axis|, -1, 1) (LatentModel.scores_of), White's view.
+//  * Quantisation: the feature transformer only, as the NNUE's: weights and bias int16 at scale
+//    127 (round half away from zero, clamped to +-32767), accumulators int16, x = clamp(acc_q, 0,
+//    127) / 127. The dense layers and the axis stay float32.
+//  * The accumulators are kept by an NnueEvaluator over an NnueNetwork that holds this model's
+//    quantised feature transformer (its own output layers are zero and never used), so the
+//    incremental update is the NNUE's, tested machinery; after any do/undo sequence the
+//    encoder's score equals the refresh's bit for bit (tested).
+//  * A LatentNetwork is immutable after construction and shared between encoders (threads);
+//    a LatentEncoder belongs to one search (one thread).
+//  * Construction validates every size and value (finite weights, non-zero axis) and throws
+//    std::invalid_argument naming the source; nothing here aborts.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nnue.h"
+#include "position.h"
+#include "types.h"
+
+namespace latentchess::core {
+
+// The float32 tensors of a sparse encoder, as model.safetensors names them.
+struct LatentWeights {
+    std::string feature_set = "ALL";
+    int l1 = 0, hidden = 0, dim = 0;
+    std::vector<float> ft_weight;   // (N, L1) or (N + 1, L1): the padding row is dropped
+    std::vector<float> ft_bias;     // (L1)
+    std::vector<float> l2_weight;   // (H, 2 * L1)
+    std::vector<float> l2_bias;     // (H)
+    std::vector<float> l2_stm;      // (H)
+    std::vector<float> out_weight;  // (D, H)
+    std::vector<float> out_bias;    // (D)
+    std::vector<float> axis;        // (D), any non-zero length
+    std::string source;             // for messages
+};
+
+struct LatentNetwork {
+    std::shared_ptr<const NnueNetwork> transformer;  // quantised feature transformer
+    int l1 = 0, hidden = 0, dim = 0;
+    std::vector<float> l2_weight, l2_bias, l2_stm, out_weight, out_bias;
+    std::vector<float> unit_axis;  // axis / |axis|
+    std::string source;
+};
+
+// Quantises and validates; throws std::invalid_argument naming weights.source.
+std::shared_ptr<const LatentNetwork> make_latent_network(const LatentWeights& weights);
+
+// Reads the float32 tensors of `path` (a model directory or its model.safetensors); the feature
+// set and axis come from config.json, which the caller (Python) has read and validated. Widths
+// are taken from the tensor shapes. Throws std::invalid_argument naming the file.
+std::shared_ptr<const LatentNetwork> load_latent_network(const std::string& path,
+                                                         const std::string& feature_set,
+                                                         const std::vector<float>& axis);
+
+// Output of the dense layers on one pair of accumulators: the score and, when `embedding` is
+// not null, the D-dimensional unit embedding.
+float latent_forward(const LatentNetwork& network, const std::int16_t* white,
+                     const std::int16_t* black, Color side_to_move, float* embedding);
+
+// From scratch (refresh of the accumulators).
+float latent_refresh_score(const LatentNetwork& network, const Position& position,
+                           float* embedding = nullptr);
+
+class LatentEncoder {
+  public:
+    explicit LatentEncoder(std::shared_ptr<const LatentNetwork> network);
+
+    // Same protocol as the search's Evaluator: on_do_move before position.do_move(move),
+    // on_undo_move after position.undo_move().
+    void reset(const Position& position) { accumulators_.reset(position); }
+    void on_do_move(const Position& before, Move move) { accumulators_.on_do_move(before, move); }
+    void on_undo_move() { accumulators_.on_undo_move(); }
+
+    // Score (and embedding) of `position`, which must be the position the stack is at.
+    float score(const Position& position, float* embedding = nullptr) const;
+
+    const LatentNetwork& network() const { return *network_; }
+    std::shared_ptr<const LatentNetwork> shared_network() const { return network_; }
+
+  private:
+    std::shared_ptr<const LatentNetwork> network_;
+    NnueEvaluator accumulators_;
+};
+
+}  // namespace latentchess::core

@@ -1,0 +1,151 @@
+// The SOLIS latent search in the native core: the embedding-guided search of
+// latentchess.search (tree.py, searcher.py), with the sparse encoder updated through do/undo.
+//
+// Invariants:
+//  * Same tree and values as the Python search with the same scores: children in python-chess's
+//    legal-move order, stably sorted by axis score (White's view); minimax expands the `width`
+//    best children of each node (alpha-beta among them, fail-soft, best-first) and a node one ply
+//    above the horizon is worth its best child's score; beam keeps the global `width` best lines
+//    per level, terminal lines finish where they are, and the best final score wins.
+//  * Exact terminals: a checkmate `ply` plies from the root is +-(kMateValue - ply) (White's
+//    view); stalemate, insufficient material (no pawns, rooks or queens), the 50-move rule and
+//    threefold repetition (the game history before the root included, Polyglot keys, as
+//    tree._is_draw) are draw_score.
+//  * What differs from the Python search (named, none changes a value or a move): no score cache
+//    (an incremental embedding is cheaper than a hash lookup chain in Python); a node one ply
+//    above the horizon scores its children one at a time (refutations first, MVV-LVA) and stops
+//    at a cutoff, where Python scores chunks of `leaf_chunk`; node counts therefore differ.
+//    Move hints (the best move found at a node, tried first next time) live in the LatentSearch
+//    object across iterations and searches, as Searcher.move_hints.
+//  * Iterative deepening: depth 1 always completes; a later iteration stops (and is discarded)
+//    at the hard deadline, the node limit, the stop flag or when the poll says so, checked before
+//    every scored position (the clock and the poll every 256 / 1024 of them). No iteration starts
+//    after the soft deadline, nor when the last one's time times its growth factor (the ratio of
+//    the last two iterations' nodes, clamped to [1.5, 8]; 3 after the first) would pass the hard
+//    deadline. A forced mate ends minimax deepening.
+//  * One LatentSearch runs one search at a time (its own position and encoder); the network is
+//    shared and immutable.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "latent_encoder.h"
+#include "position.h"
+#include "types.h"
+
+namespace latentchess::core {
+
+inline constexpr double kLatentMateValue = 100.0;  // latentchess.search.base.MATE_VALUE
+inline constexpr int kLatentMaxDepth = 64;          // latentchess.search.base.MAX_DEPTH
+
+struct LatentSearchConfig {
+    bool beam = false;          // mode "beam", else "minimax"
+    int width = 3;              // k
+    bool alpha_beta = true;     // cutoffs among expanded children
+    bool leaf_cutoffs = true;   // Python's leaf_chunk > 0: leaf parents stop at a cutoff
+    double draw_score = 0.0;
+};
+
+struct LatentSearchLimits {
+    int depth = 6;
+    double deadline_s = -1.0;       // hard limit, seconds from the call; < 0: none
+    double soft_deadline_s = -1.0;  // no new iteration after it; < 0: none
+    long long max_nodes = -1;       // positions scored, all iterations; < 0: none
+    bool exact_root = false;        // exact values for every expanded root move
+    bool iterate = true;            // false: search `depth` directly
+};
+
+struct LatentRootMove {
+    Move move;
+    double static_value = 0.0;
+    std::optional<double> value;
+    bool exact = false;
+};
+
+struct LatentSearchResult {
+    Move move;  // none only without legal moves
+    double value = 0.0;
+    std::vector<Move> pv;
+    int depth = 0;
+    bool beam = false;
+    long long nodes = 0;  // positions scored (embedded), all iterations
+    double time_s = 0.0;
+    bool completed = true;
+    std::vector<LatentRootMove> root_moves;
+};
+
+using LatentIterationCallback = std::function<void(const LatentSearchResult&)>;
+using LatentStopPoll = std::function<bool()>;
+
+// Children of `position` in python-chess's legal-move order (the order ties keep).
+void python_chess_move_order(const Position& position, MoveList& moves);
+
+class LatentSearch {
+  public:
+    LatentSearch(std::shared_ptr<const LatentNetwork> network, LatentSearchConfig config);
+
+    // `history_keys`: Polyglot keys of the positions since the last irreversible move, the root
+    // included, with repeats (empty: the root alone).
+    LatentSearchResult search(const Position& root, const std::vector<std::uint64_t>& history_keys,
+                              const LatentSearchLimits& limits,
+                              const LatentIterationCallback& on_iteration = {},
+                              const LatentStopPoll& poll = {},
+                              const std::atomic<bool>* stop = nullptr);
+
+    void clear_hints() { hints_.clear(); }
+    const LatentSearchConfig& config() const { return config_; }
+
+  private:
+    struct Child {
+        Move move;
+        std::uint64_t key = 0;
+        double value = 0.0;
+        bool terminal = false;
+    };
+    struct Line {  // a beam entry
+        std::vector<Move> moves;
+        std::vector<std::uint64_t> path;
+        double value = 0.0;
+        bool terminal = false;
+        int root_index = 0;
+    };
+    struct Aborted {};
+
+    LatentSearchResult run_iteration(int depth, bool exact_root);
+    LatentSearchResult beam(const std::vector<Child>& children, int depth);
+    // Values `move` from the current node (ply `ply`, `path` its keys after the root).
+    Child value_child(Move move, int ply, bool parent_white);
+    std::vector<Child> children_of(int ply);
+    double minimax(int ply, int depth, double alpha, double beta, std::vector<Move>& pv);
+    double leaf_parent(int ply, double alpha, double beta, std::vector<Move>& pv);
+    double score_current();
+    void check_abort();
+    void do_move(Move move);
+    void undo_move();
+    bool is_history_draw(int clock, std::uint64_t key) const;
+
+    std::shared_ptr<const LatentNetwork> network_;
+    LatentSearchConfig config_;
+    LatentEncoder encoder_;
+    std::unordered_map<std::uint64_t, Move> hints_;
+    // Per search:
+    std::optional<Position> position_;
+    std::unordered_map<std::uint64_t, int> history_;
+    std::vector<std::uint64_t> path_;  // keys of the positions after the root up to the node
+    const LatentSearchLimits* limits_ = nullptr;
+    const LatentStopPoll* poll_ = nullptr;
+    const std::atomic<bool>* stop_ = nullptr;
+    std::chrono::steady_clock::time_point started_;
+    bool abortable_ = false;
+    long long nodes_before_ = 0;
+    long long nodes_ = 0;
+};
+
+}  // namespace latentchess::core

@@ -1,0 +1,244 @@
+"""The latent search and the sparse encoder on the native core (C++, no Python per node).
+
+When a model's encoder is the sparse one (:mod:`latentchess.models.sparse_encoder`), the core
+evaluates it itself: the feature transformer quantised as the NNUE's (int16 at scale 127, so the
+scores differ from PyTorch's float32 ones by the rounding, about 1e-3; tests/test_native_latent.py
+states the bound) and its accumulators updated through make/unmake. :class:`NativeSearcher` runs
+the SOLIS search of :mod:`latentchess.search.tree` in C++ over it (same tree, values and moves as
+the Python search given the same scores; what differs is named in ``latent_search.h``: no score
+cache, leaf parents score one child at a time until a cutoff), so the speed buys depth, width and
+time, not another evaluation.
+
+``native`` (the latent engine's spec key): ``auto`` uses the core's encoder and search when the
+model is sparse, the core has them and no root policy is set; ``true`` requires them (an error
+otherwise); ``false`` keeps PyTorch and the Python search.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import chess
+import numpy as np
+import numpy.typing as npt
+
+from latentchess.errors import ModelFileError
+from latentchess.search.base import MAX_DEPTH, RootMove, SearchConfig, SearchResult
+from latentchess.search.cache import EmbeddingCache
+
+if TYPE_CHECKING:
+    from latentchess.models.inference import LatentModel
+
+__all__ = [
+    "NATIVE_CHOICES",
+    "native_available",
+    "is_sparse",
+    "load_native_encoder",
+    "native_encoder",
+    "NativeScorer",
+    "NativeSearcher",
+]
+
+NATIVE_CHOICES = ("auto", "true", "false")
+
+
+def _core() -> Any:
+    from latentchess.core import _native
+
+    return _native
+
+
+def native_available() -> bool:
+    """Whether the built core has the sparse encoder and the latent search."""
+    try:
+        return hasattr(_core(), "LatentSearch")
+    except ImportError:  # pragma: no cover - the core is part of the install
+        return False
+
+
+def is_sparse(model: LatentModel) -> bool:
+    """Whether ``model``'s encoder is the sparse one (the core can evaluate it)."""
+    from latentchess.models.config import SPARSE_KIND
+
+    return getattr(model.config, "kind", None) == SPARSE_KIND
+
+
+def load_native_encoder(path: str | Path) -> Any:
+    """The core's encoder of the sparse model in directory ``path``.
+
+    Raises:
+        ModelFileError: not a model directory, not a sparse encoder, or weights that do not match
+            its config.
+    """
+    from latentchess.models.config import SPARSE_KIND
+    from latentchess.models.io import WEIGHTS_FILE, read_model_config
+
+    document = read_model_config(path)
+    encoder = document["encoder"]
+    if encoder.get("kind") != SPARSE_KIND:
+        raise ModelFileError(
+            f"{str(path)!r} holds a {encoder.get('kind', 'transformer')!r} encoder; the native "
+            f"core evaluates only {SPARSE_KIND!r} ones"
+        )
+    axis = np.asarray(document["axis"], dtype=np.float32)
+    try:
+        native = _core().LatentEncoder.load(
+            str(Path(path) / WEIGHTS_FILE), str(encoder.get("feature_set", "ALL")), axis
+        )
+    except ValueError as error:
+        raise ModelFileError(str(error)) from error
+    for field in ("l1", "hidden", "dim"):
+        if field in encoder and int(encoder[field]) != getattr(native, field):
+            raise ModelFileError(
+                f"{str(path)!r}: config.json says {field}={encoder[field]}, the weights "
+                f"{getattr(native, field)}"
+            )
+    return native
+
+
+def native_encoder(model: LatentModel) -> Any:
+    """The core's encoder of a loaded sparse model: from its directory, or from its weights when
+    it was built in memory.
+
+    Raises:
+        ValueError: the model is not sparse.
+        ModelFileError: its directory's weights do not load.
+    """
+    if not is_sparse(model):
+        raise ValueError(f"{model!r} is not a sparse encoder model")
+    if model.path is not None:
+        return load_native_encoder(model.path)
+    state = {
+        name: tensor.detach().to("cpu").float().contiguous().numpy()
+        for name, tensor in model.encoder.state_dict().items()
+    }
+    return _core().LatentEncoder(
+        model.config.feature_set,
+        state["ft.weight"],
+        state["ft_bias"],
+        state["l2.weight"],
+        state["l2.bias"],
+        state["l2_stm"],
+        state["out.weight"],
+        state["out.bias"],
+        model.axis,
+    )
+
+
+class NativeScorer:
+    """Boards -> axis scores (White's view) with the core's encoder (a search ``Scorer``).
+
+    Each board is refreshed from its FEN (the clocks do not enter the sparse encoder).
+    """
+
+    def __init__(self, encoder: Any) -> None:
+        self.encoder = encoder
+
+    def __call__(self, boards: Any) -> npt.NDArray[np.float32]:
+        return np.asarray(self.encoder.score_fens([board.fen() for board in boards]))
+
+
+def _history_keys(board: chess.Board) -> list[int]:
+    """Polyglot keys of the positions since the last irreversible move, the root included."""
+    from latentchess.search.searcher import _history
+
+    return [key for key, count in _history(board).items() for _ in range(count)]
+
+
+class NativeSearcher:
+    """:class:`~latentchess.search.searcher.Searcher`'s interface over the core's latent search.
+
+    Holds the core's search (its move hints persist across moves, as the Python searcher's);
+    ``cache`` is an empty :class:`EmbeddingCache` (the core keeps no score cache), there for the
+    engine's ``hashfull`` and ``Clear Hash``.
+
+    Args:
+        encoder: the core's encoder (:func:`native_encoder`).
+        config: search settings (``cache_size`` and ``frontier_batch`` have no effect;
+            ``leaf_chunk > 0`` means leaf parents stop at a cutoff).
+    """
+
+    def __init__(self, encoder: Any, config: SearchConfig | None = None) -> None:
+        self.encoder = encoder
+        self.config = config or SearchConfig()
+        self.cache = EmbeddingCache(1)
+        self.seconds_per_position = 0.0
+        self.root_policy: Callable[[chess.Board], list[chess.Move]] | None = None
+        self._search = _core().LatentSearch(
+            encoder,
+            mode=self.config.mode,
+            width=self.config.width,
+            alpha_beta=self.config.alpha_beta,
+            leaf_cutoffs=self.config.leaf_chunk > 0,
+            draw_score=self.config.draw_score,
+        )
+
+    def new_game(self) -> None:
+        """Forget the move hints."""
+        self._search.clear_hints()
+
+    def search(
+        self,
+        board: chess.Board,
+        *,
+        depth: int | None = None,
+        deadline: float | None = None,
+        soft_deadline: float | None = None,
+        stop: threading.Event | None = None,
+        max_nodes: int | None = None,
+        on_iteration: Callable[[SearchResult], None] | None = None,
+        exact_root: bool = False,
+        iterate: bool = True,
+    ) -> SearchResult:
+        """As :meth:`Searcher.search`; ``nodes`` counts the positions the core embedded.
+
+        ``stop`` is polled every 1,024 embedded positions (a millisecond or so).
+        """
+        depth = self.config.depth if depth is None else depth
+        if not 1 <= depth <= MAX_DEPTH:
+            raise ValueError(f"search depth must lie in [1, {MAX_DEPTH}], got {depth!r}")
+        now = time.monotonic()
+        callback = None
+        if on_iteration is not None:
+
+            def callback(raw: dict[str, Any]) -> None:
+                on_iteration(_result(raw))
+
+        raw = self._search.search(
+            _core().Position(board.fen()),
+            _history_keys(board),
+            depth,
+            deadline_s=-1.0 if deadline is None else max(deadline - now, 0.0),
+            soft_deadline_s=-1.0 if soft_deadline is None else max(soft_deadline - now, 0.0),
+            max_nodes=-1 if max_nodes is None else int(max_nodes),
+            exact_root=exact_root,
+            iterate=iterate,
+            on_iteration=callback,
+            poll=None if stop is None else stop.is_set,
+        )
+        result = _result(raw)
+        if result.nodes and result.time_s > 0:
+            self.seconds_per_position = result.time_s / result.nodes
+        return result
+
+
+def _result(raw: dict[str, Any]) -> SearchResult:
+    move = raw["move"]
+    return SearchResult(
+        move=None if move is None else chess.Move.from_uci(move),
+        value=float(raw["value"]),
+        pv=[chess.Move.from_uci(m) for m in raw["pv"]],
+        depth=int(raw["depth"]),
+        mode=str(raw["mode"]),
+        nodes=int(raw["nodes"]),
+        time_s=float(raw["time_s"]),
+        completed=bool(raw["completed"]),
+        root_moves=[
+            RootMove(move=chess.Move.from_uci(uci), static=static, value=value, exact=exact)
+            for uci, static, value, exact in raw["root_moves"]
+        ],
+    )

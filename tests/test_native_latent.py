@@ -1,0 +1,328 @@
+"""The sparse encoder and the latent search on the native core (latent_encoder.*, latent_search.*).
+
+Tolerance. The core quantises the feature transformer as the NNUE's (int16 at scale 127), so its
+axis scores differ from PyTorch's float32 ones. On 10,000 Lichess positions (held out: the
+sparse-64 run trains on the Stockfish/TCEC CSVs) the 19k-step sparse-64 checkpoint measured
+max |score difference| 6.0e-3, 99th percentile 3.4e-3, mean 8.1e-4 (the trained model, when
+there, must stay under :data:`TRAINED_TOLERANCE`); the test's random model under
+:data:`SCORE_TOLERANCE`. Incremental (make/unmake) and refresh
+scores are equal bit for bit. The native search is compared with the Python search given the
+same (native) scores: same move, value and PV, exactly.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import threading
+import time
+from pathlib import Path
+
+import chess
+import chess.pgn
+import numpy as np
+import pytest
+import torch
+
+from latentchess.core import _native as native
+from latentchess.engines.latent import LatentEngine
+from latentchess.errors import EngineError, ModelFileError
+from latentchess.models import LatentModel, save_model
+from latentchess.models.config import SparseEncoderConfig
+from latentchess.models.gab_encoder import build_encoder
+from latentchess.models.sparse_encoder import SparseEncoder
+from latentchess.search import MATE_VALUE, SearchConfig, Searcher
+from latentchess.search.native import (
+    NativeScorer,
+    NativeSearcher,
+    load_native_encoder,
+    native_encoder,
+)
+from training_fixtures import MICRO
+
+CONFIG = SparseEncoderConfig(name="sparse-native-test", l1=64, hidden=16, dim=16)
+SCORE_TOLERANCE = 3e-2
+"""Bound on |native - PyTorch| axis scores of the test's random model (measured: max 2.35e-2,
+99th percentile 1.2e-2, mean 3.3e-3 on the 10,000 positions; a random model's dense layers
+amplify the rounding more than trained ones do)."""
+TRAINED_TOLERANCE = 1e-2
+"""The same bound for the trained sparse-64 model, when its run has finished (measured on the
+19k-step checkpoint: max 6.0e-3)."""
+TRAINED = Path(__file__).resolve().parents[1] / "runs" / "sparse-encoder" / "sparse-64" / "model"
+LICHESS = Path(__file__).resolve().parents[2] / "shared" / "data" / "lichess-rated-games.pgn.gz"
+
+
+def _model(seed: int = 0) -> LatentModel:
+    """A random sparse model, its feature transformer at a trained model's scale (std ~0.1)."""
+    torch.manual_seed(seed)
+    encoder = SparseEncoder(CONFIG)
+    with torch.no_grad():
+        encoder.ft.weight.mul_(6.0)
+        encoder.ft.weight[CONFIG.features.size].zero_()
+        encoder.l2_stm.normal_(0.0, 0.1)
+    axis = np.random.default_rng(seed).normal(size=CONFIG.dim).astype(np.float32)
+    return LatentModel(encoder, axis, precision="fp32")
+
+
+@pytest.fixture(scope="module")
+def model() -> LatentModel:
+    return _model()
+
+
+@pytest.fixture(scope="module")
+def encoder(model: LatentModel):  # type: ignore[no-untyped-def]
+    return native_encoder(model)
+
+
+def _playout_boards(count: int, seed: int, max_plies: int = 150) -> list[chess.Board]:
+    """Boards of random games (castling, en passant, promotions), with their move stacks."""
+    rng, boards = random.Random(seed), []
+    while len(boards) < count:
+        board = chess.Board()
+        for _ in range(rng.randrange(0, max_plies)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+        boards.append(board)
+    return boards
+
+
+def _positions(count: int) -> tuple[list[str], str]:
+    """``count`` FENs of real games (the shared Lichess file), or of seeded random playouts."""
+    if LICHESS.is_file():
+        fens: list[str] = []
+        with gzip.open(LICHESS, "rt", encoding="utf-8", errors="replace") as handle:
+            while len(fens) < count and (game := chess.pgn.read_game(handle)) is not None:
+                board = game.board()
+                for move in game.mainline_moves():
+                    board.push(move)
+                    fens.append(board.fen())
+        if len(fens) >= count:
+            return fens[:count], "lichess"
+    boards = _playout_boards(count // 60 + 1, seed=11)
+    fens = []
+    for board in boards:
+        replay = chess.Board()
+        for move in board.move_stack:
+            replay.push(move)
+            fens.append(replay.fen())
+    rng = random.Random(12)
+    while len(fens) < count:
+        fens.extend(b.fen() for b in _playout_boards(100, seed=rng.randrange(1 << 30)))
+    return fens[:count], "playouts"
+
+
+# -- the encoder -------------------------------------------------------------------------------
+
+
+def test_scores_equal_pytorch_within_tolerance_on_10000_positions(
+    model: LatentModel, encoder
+) -> None:  # type: ignore[no-untyped-def]
+    fens, source = _positions(10_000)
+    reference = model.score(fens)
+    scores = encoder.score_fens(fens)
+    difference = np.abs(reference - scores)
+    assert difference.max() < SCORE_TOLERANCE, (source, float(difference.max()))
+    assert difference.mean() < SCORE_TOLERANCE / 5, (source, float(difference.mean()))
+    embeddings = encoder.embed_fens(fens[:500])
+    assert np.allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-5)
+    assert np.abs(embeddings - model.embed(fens[:500])).max() < 5e-2
+
+
+@pytest.mark.skipif(not (TRAINED / "model.safetensors").is_file(), reason="no trained sparse-64")
+def test_the_trained_model_within_its_tolerance() -> None:
+    from latentchess.models import load_model
+
+    model = load_model(TRAINED, precision="fp32")
+    fens, source = _positions(10_000)
+    difference = np.abs(model.score(fens) - load_native_encoder(TRAINED).score_fens(fens))
+    assert difference.max() < TRAINED_TOLERANCE, (source, float(difference.max()))
+
+
+def test_incremental_equals_refresh_exactly_along_game_lines(encoder) -> None:  # type: ignore[no-untyped-def]
+    for board in _playout_boards(40, seed=5, max_plies=200):
+        moves = [
+            move.from_square | move.to_square << 6 | (move.promotion or 0) << 12
+            for move in board.move_stack
+        ]
+        line = encoder.line_scores(native.Position(chess.STARTING_FEN), moves)
+        refresh = line["refresh"]
+        assert np.array_equal(line["incremental"], refresh)
+        assert np.array_equal(line["undone"], refresh[-2::-1])
+
+
+def test_children_in_python_chess_order_incremental_equals_refresh(
+    model: LatentModel, encoder
+) -> None:  # type: ignore[no-untyped-def]
+    boards = _playout_boards(60, seed=9)
+    boards += [chess.Board("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")]
+    boards += [chess.Board("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1")]  # en passant, checks
+    boards += [chess.Board("rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3")]
+    boards += [chess.Board("n1n5/PPPk4/8/8/8/8/4Kppp/5N1N b - - 0 1")]  # promotions
+    for board in boards:
+        position = native.Position(board.fen())
+        bits, incremental = encoder.score_children(position)
+        assert [chess.Move.from_uci(native.move_to_uci(b)) for b in bits] == list(
+            board.legal_moves
+        ), board.fen()
+        _, refresh = encoder.score_children(position, incremental=False)
+        assert np.array_equal(incremental, refresh)
+    board = boards[0]
+    children = []
+    for move in board.legal_moves:
+        child = board.copy(stack=False)
+        child.push(move)
+        children.append(child.fen())
+    _, scores = encoder.score_children(native.Position(board.fen()))
+    assert np.abs(scores - model.score(children)).max() < SCORE_TOLERANCE
+
+
+def test_loads_from_a_model_directory_and_refuses_bad_files(
+    tmp_path: Path, model: LatentModel, encoder
+) -> None:  # type: ignore[no-untyped-def]
+    directory = save_model(tmp_path / "sparse", model.encoder, axis=model.axis)
+    loaded = load_native_encoder(directory)
+    fens = [b.fen() for b in _playout_boards(50, seed=2)]
+    assert np.array_equal(loaded.score_fens(fens), encoder.score_fens(fens))
+    assert (loaded.l1, loaded.hidden, loaded.dim, loaded.feature_set) == (64, 16, 16, "ALL")
+    weights = directory / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(ModelFileError, match="safetensors"):
+        load_native_encoder(directory)
+    transformer = save_model(tmp_path / "gab", build_encoder(MICRO), axis=np.ones(MICRO.dim))
+    with pytest.raises(ModelFileError, match="sparse"):
+        load_native_encoder(transformer)
+    with pytest.raises(ValueError, match=r"ft\.weight"):
+        native.LatentEncoder(
+            "ALL", np.zeros((3, 64)), *(np.zeros(n) for n in (64, 16 * 128, 16, 16, 256, 16, 16))
+        )
+
+
+# -- the search --------------------------------------------------------------------------------
+
+
+def _search_boards() -> list[chess.Board]:
+    boards = [b for b in _playout_boards(24, seed=3, max_plies=90) if any(b.legal_moves)]
+    repeat = chess.Board()
+    for uci in ("g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"):
+        repeat.push_uci(uci)  # ...f6g8 would be the start position's third occurrence
+    return [*boards, repeat]
+
+
+@pytest.mark.parametrize("mode", ["minimax", "beam"])
+def test_native_search_equals_the_python_search(mode: str, encoder) -> None:  # type: ignore[no-untyped-def]
+    """Same scores (the core's) in both: the same move, value and PV at depths 1 to 3."""
+    for depth in (1, 2, 3):
+        config = SearchConfig(mode=mode, depth=depth, width=3, draw_score=0.05)
+        for board in _search_boards():
+            python = Searcher(NativeScorer(encoder), config).search(board)
+            result = NativeSearcher(encoder, config).search(board)
+            assert (result.move, result.value, result.pv) == (
+                python.move,
+                python.value,
+                python.pv,
+            ), (mode, depth, board.fen())
+            assert result.depth == depth and result.completed
+            if mode == "minimax":
+                statics = {r.move: r.static for r in python.root_moves}
+                assert {r.move: r.static for r in result.root_moves} == statics
+    repeat = _search_boards()[-1]
+    statics = {r.move: r.static for r in NativeSearcher(encoder, config).search(repeat).root_moves}
+    assert statics[chess.Move.from_uci("f6g8")] == 0.05  # threefold: the draw score
+
+
+def test_native_search_without_alpha_beta_and_wider(encoder) -> None:  # type: ignore[no-untyped-def]
+    for config in (
+        SearchConfig(depth=3, width=4, alpha_beta=False),
+        SearchConfig(depth=3, width=5, leaf_chunk=0),
+    ):
+        for board in _search_boards()[:8]:
+            python = Searcher(NativeScorer(encoder), config).search(board)
+            result = NativeSearcher(encoder, config).search(board)
+            assert (result.move, result.value) == (python.move, python.value)
+
+
+def test_moves_agree_with_the_pytorch_search_within_the_tolerance(
+    model: LatentModel, encoder
+) -> None:  # type: ignore[no-untyped-def]
+    """With PyTorch's scores the value moves by quantisation only (close calls may flip)."""
+    config = SearchConfig(depth=2, width=3)
+    same = 0
+    boards = _search_boards()[:16]
+    for board in boards:
+        python = Searcher(lambda bs: model.score([b.fen() for b in bs]), config).search(board)
+        result = NativeSearcher(encoder, config).search(board)
+        same += result.move == python.move
+        assert abs(result.value - python.value) < 2 * SCORE_TOLERANCE
+    assert same >= len(boards) * 3 // 4
+
+
+def test_mate_in_one_and_stalemate_avoidance(encoder) -> None:  # type: ignore[no-untyped-def]
+    mate = chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")
+    for depth in (1, 2, 3):
+        for mode in ("minimax", "beam"):
+            result = NativeSearcher(encoder, SearchConfig(mode=mode, depth=depth)).search(mate)
+            assert result.move == chess.Move.from_uci("a1a8")
+            assert result.value == MATE_VALUE - 1
+    black = chess.Board("r5k1/8/8/8/8/8/5PPP/6K1 b - - 0 1")
+    result = NativeSearcher(encoder, SearchConfig(depth=3)).search(black)
+    assert (result.move, result.value) == (chess.Move.from_uci("a8a1"), -(MATE_VALUE - 1))
+    # Qb6 stalemates; with the draw worst for White every search avoids it.
+    stalemate = chess.Board("k7/8/8/1Q6/8/8/8/7K w - - 0 1")
+    for depth in (1, 2, 3):
+        config = SearchConfig(depth=depth, draw_score=-1.0)
+        result = NativeSearcher(encoder, config).search(stalemate)
+        assert result.move != chess.Move.from_uci("b5b6")
+        statics = {r.move: r.static for r in result.root_moves}
+        assert statics[chess.Move.from_uci("b5b6")] == -1.0
+    mated = NativeSearcher(encoder).search(chess.Board("R5k1/5ppp/8/8/8/8/8/6K1 b - - 0 1"))
+    assert mated.move is None and mated.value == MATE_VALUE
+
+
+def test_stop_deadline_and_node_limit(encoder) -> None:  # type: ignore[no-untyped-def]
+    searcher = NativeSearcher(encoder, SearchConfig(width=8))
+    stop = threading.Event()
+    timer = threading.Timer(0.2, stop.set)
+    began = time.monotonic()
+    timer.start()
+    result = searcher.search(chess.Board(), depth=64, stop=stop)
+    latency = time.monotonic() - began - 0.2
+    assert latency < 0.05, latency
+    assert result.move is not None and not result.completed and result.depth >= 2
+    began = time.monotonic()
+    result = searcher.search(
+        chess.Board(), depth=64, deadline=began + 0.3, soft_deadline=began + 0.15
+    )
+    assert time.monotonic() - began < 0.35 and result.move is not None
+    result = searcher.search(chess.Board(), depth=64, max_nodes=5000)
+    assert result.nodes <= 5000 and result.depth >= 1
+    seen: list[int] = []
+    searcher.search(chess.Board(), depth=4, on_iteration=lambda r: seen.append(r.depth))
+    assert seen == [1, 2, 3, 4]
+
+
+# -- the engine --------------------------------------------------------------------------------
+
+
+def test_engine_uses_the_native_core_for_sparse_models(model: LatentModel) -> None:
+    engine = LatentEngine.from_options(model, depth=3)
+    assert engine.native and isinstance(engine.searcher, NativeSearcher)
+    python = LatentEngine.from_options(model, depth=3, native="false")
+    assert not python.native and isinstance(python.searcher, Searcher)
+    board = chess.Board()
+    board.push_uci("e2e4")
+    limit = chess.engine.Limit(depth=3)
+    assert engine.play(board, limit) in board.legal_moves
+    # The scorer is the native one too (the same scores the native search sees).
+    assert np.array_equal(
+        engine.score_boards([board]), native_encoder(model).score_fens([board.fen()])
+    )
+    analysis = engine.analyse(board, chess.engine.Limit(time=0.2))
+    assert analysis.best_move in board.legal_moves and analysis.depth >= 3
+    transformer = LatentModel(build_encoder(MICRO), np.ones(MICRO.dim), precision="fp32")
+    assert not LatentEngine.from_options(transformer).native
+    with pytest.raises(EngineError, match="native=true"):
+        LatentEngine.from_options(transformer, native="true")
+    with pytest.raises(EngineError, match="native"):
+        LatentEngine.from_options(model, native="maybe")
