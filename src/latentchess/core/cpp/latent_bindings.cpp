@@ -168,6 +168,59 @@ class PyLatentEncoder {
         return py::make_tuple(count, seconds, sink);
     }
 
+    // Benchmark, nnue_speed's workload: every position along each game (`fens[g]` then the
+    // moves of games[g]), incremental then refresh; returns a dict of rates.
+    py::dict time_games(const std::vector<std::string>& fens, const std::vector<std::vector<int>>& games,
+                        int repeat) const {
+        if (fens.size() != games.size()) throw std::invalid_argument("one FEN per game");
+        std::vector<std::vector<Move>> lines;
+        for (std::size_t g = 0; g < games.size(); ++g) {
+            Position position = Position::from_fen(fens[g]);
+            lines.emplace_back();
+            for (const int bits : games[g]) {
+                const Move move = legal_move(position, bits);
+                position.do_move(move);
+                lines.back().push_back(move);
+            }
+        }
+        using Clock = std::chrono::steady_clock;
+        long long evaluations = 0;
+        double incremental_sum = 0.0, refresh_sum = 0.0, incremental_s = 0.0, refresh_s = 0.0;
+        {
+            py::gil_scoped_release release;
+            LatentEncoder encoder(network_);
+            for (int r = 0; r < repeat; ++r) {
+                for (std::size_t g = 0; g < lines.size(); ++g) {
+                    Position position = Position::from_fen(fens[g]);
+                    auto start = Clock::now();
+                    encoder.reset(position);
+                    incremental_sum += encoder.score(position);
+                    for (const Move move : lines[g]) {
+                        encoder.on_do_move(position, move);
+                        position.do_move(move);
+                        incremental_sum += encoder.score(position);
+                    }
+                    incremental_s += std::chrono::duration<double>(Clock::now() - start).count();
+                    Position again = Position::from_fen(fens[g]);
+                    start = Clock::now();
+                    refresh_sum += latent_refresh_score(*network_, again);
+                    for (const Move move : lines[g]) {
+                        again.do_move(move);
+                        refresh_sum += latent_refresh_score(*network_, again);
+                    }
+                    refresh_s += std::chrono::duration<double>(Clock::now() - start).count();
+                    evaluations += static_cast<long long>(lines[g].size()) + 1;
+                }
+            }
+        }
+        py::dict out;
+        out["evaluations"] = evaluations;
+        out["incremental_per_s"] = static_cast<double>(evaluations) / incremental_s;
+        out["refresh_per_s"] = static_cast<double>(evaluations) / refresh_s;
+        out["same_results"] = incremental_sum == refresh_sum;
+        return out;
+    }
+
   private:
     std::shared_ptr<const LatentNetwork> network_;
 };
@@ -320,7 +373,8 @@ void bind_latent(py::module_& module) {
              "(move bits, scores) of every legal child, in python-chess's move order.")
         .def("line_scores", &PyLatentEncoder::line_scores, py::arg("position"), py::arg("moves"))
         .def("time_children", &PyLatentEncoder::time_children, py::arg("fens"), py::arg("incremental"),
-             py::arg("repeat") = 1);
+             py::arg("repeat") = 1)
+        .def("time_games", &PyLatentEncoder::time_games, py::arg("fens"), py::arg("games"), py::arg("repeat") = 1);
 
     py::class_<PyLatentSearch>(module, "LatentSearch", "The SOLIS latent search (see latent_search.h).")
         .def(py::init<const PyLatentEncoder&, const std::string&, int, bool, bool, double>(), py::arg("encoder"),

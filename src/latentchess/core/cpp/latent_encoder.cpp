@@ -156,10 +156,15 @@ std::shared_ptr<const LatentNetwork> make_latent_network(const LatentWeights& we
     network->l1 = l1;
     network->hidden = hidden;
     network->dim = dim;
-    network->l2_weight = weights.l2_weight;
+    network->l2_columns.resize(2 * width * h);
+    for (std::size_t j = 0; j < h; ++j)
+        for (std::size_t i = 0; i < 2 * width; ++i)
+            network->l2_columns[i * h + j] = weights.l2_weight[j * 2 * width + i];
+    network->out_columns.resize(h * d);
+    for (std::size_t k = 0; k < d; ++k)
+        for (std::size_t j = 0; j < h; ++j) network->out_columns[j * d + k] = weights.out_weight[k * h + j];
     network->l2_bias = weights.l2_bias;
     network->l2_stm = weights.l2_stm;
-    network->out_weight = weights.out_weight;
     network->out_bias = weights.out_bias;
     network->unit_axis.resize(d);
     for (std::size_t i = 0; i < d; ++i)
@@ -209,40 +214,52 @@ std::shared_ptr<const LatentNetwork> load_latent_network(const std::string& path
 float latent_forward(const LatentNetwork& network, const std::int16_t* white, const std::int16_t* black,
                      Color side_to_move, float* embedding) {
     const int l1 = network.l1, hidden = network.hidden, dim = network.dim;
-    constexpr int kMaxHidden = 1024;
-    // x = clamp(acc, 0, 127) as floats; the 1/127 is applied once per hidden unit.
-    alignas(64) std::array<float, 2 * kNnueMaxL1> x;
-    for (int i = 0; i < l1; ++i) x[i] = static_cast<float>(std::clamp<int>(white[i], 0, 127));
-    for (int i = 0; i < l1; ++i) x[l1 + i] = static_cast<float>(std::clamp<int>(black[i], 0, 127));
-    std::vector<float> large_hidden;
-    alignas(64) std::array<float, kMaxHidden> small_hidden;
+    constexpr int kMaxWidth = 1024;
+    std::vector<float> large;  // only for layers wider than kMaxWidth
+    alignas(64) std::array<float, kMaxWidth> small_hidden, small_output;
     float* h = small_hidden.data();
-    if (hidden > kMaxHidden) {
-        large_hidden.resize(static_cast<std::size_t>(hidden));
-        h = large_hidden.data();
+    float* z = small_output.data();
+    if (hidden > kMaxWidth || dim > kMaxWidth) {
+        large.resize(static_cast<std::size_t>(hidden + dim));
+        h = large.data();
+        z = large.data() + hidden;
     }
+    // h = l2.weight x with x = clamp(acc, 0, 127) (the 1/127 applied once per hidden unit): the
+    // columns of the non-zero inputs, in input order.
+    std::fill(h, h + hidden, 0.0f);
+    const auto add_columns = [&](const std::int16_t* accumulator, int offset) {
+        for (int i = 0; i < l1; ++i) {
+            const int value = std::clamp<int>(accumulator[i], 0, 127);
+            if (value == 0) continue;
+            const float input = static_cast<float>(value);
+            const float* column = network.l2_columns.data() + static_cast<std::size_t>(offset + i) * hidden;
+            for (int j = 0; j < hidden; ++j) h[j] += input * column[j];
+        }
+    };
+    add_columns(white, 0);
+    add_columns(black, l1);
     constexpr float kInverseScale = 1.0f / 127.0f;
     const bool black_to_move = side_to_move == Black;
     for (int j = 0; j < hidden; ++j) {
-        const float* row = network.l2_weight.data() + static_cast<std::size_t>(j) * 2 * l1;
-        float sum = 0.0f;
-        for (int i = 0; i < 2 * l1; ++i) sum += row[i] * x[i];
-        float value = sum * kInverseScale + network.l2_bias[j];
+        float value = h[j] * kInverseScale + network.l2_bias[j];
         if (black_to_move) value += network.l2_stm[j];
         h[j] = std::clamp(value, 0.0f, 1.0f);
     }
+    std::copy(network.out_bias.begin(), network.out_bias.end(), z);
+    for (int j = 0; j < hidden; ++j) {
+        if (h[j] == 0.0f) continue;
+        const float input = h[j];
+        const float* column = network.out_columns.data() + static_cast<std::size_t>(j) * dim;
+        for (int k = 0; k < dim; ++k) z[k] += input * column[k];
+    }
     float dot = 0.0f, squared = 0.0f;
     for (int k = 0; k < dim; ++k) {
-        const float* row = network.out_weight.data() + static_cast<std::size_t>(k) * hidden;
-        float z = network.out_bias[k];
-        for (int j = 0; j < hidden; ++j) z += row[j] * h[j];
-        if (embedding != nullptr) embedding[k] = z;
-        dot += z * network.unit_axis[k];
-        squared += z * z;
+        dot += z[k] * network.unit_axis[k];
+        squared += z[k] * z[k];
     }
     const float norm = std::max(std::sqrt(squared), 1e-12f);
     if (embedding != nullptr) {
-        for (int k = 0; k < dim; ++k) embedding[k] /= norm;
+        for (int k = 0; k < dim; ++k) embedding[k] = z[k] / norm;
     }
     return std::clamp(dot / norm, -1.0f, 1.0f);
 }

@@ -48,7 +48,12 @@ struct LatentWeights {
 struct LatentNetwork {
     std::shared_ptr<const NnueNetwork> transformer;  // quantised feature transformer
     int l1 = 0, hidden = 0, dim = 0;
-    std::vector<float> l2_weight, l2_bias, l2_stm, out_weight, out_bias;
+    // The dense weights transposed (column j of l2.weight is row j here, H floats; column k of
+    // out.weight, D floats), so that a layer is a sum of columns scaled by the non-zero inputs:
+    // vectorised without reassociating a float sum, and the clamped zeros cost nothing.
+    std::vector<float> l2_columns;   // (2 * L1, H)
+    std::vector<float> out_columns;  // (H, D)
+    std::vector<float> l2_bias, l2_stm, out_bias;
     std::vector<float> unit_axis;  // axis / |axis|
     std::string source;
 };
