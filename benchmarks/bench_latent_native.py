@@ -177,16 +177,22 @@ def _lichess_fens(count: int) -> list[str]:
     return fens[:count]
 
 
-def tolerance(model: LatentModel, encoder: Any, count: int) -> dict[str, Any]:
-    """|native - PyTorch fp32| axis scores on Lichess positions (not in the training CSVs)."""
+def tolerance(model: LatentModel, count: int) -> dict[str, Any]:
+    """|native - PyTorch fp32| axis scores on Lichess positions (not in the training CSVs), at
+    the automatic accumulator scale and at the NNUE's 127."""
     fens = _lichess_fens(count)
-    difference = np.abs(model.score(fens) - encoder.score_fens(fens))
-    return {
-        "positions": len(fens),
-        "max": float(difference.max()),
-        "p99": float(np.percentile(difference, 99)),
-        "mean": float(difference.mean()),
-    }
+    reference = model.score(fens)
+    out: dict[str, Any] = {"positions": len(fens)}
+    for name, scale in (("automatic", 0), ("nnue_127", 127)):
+        encoder = native_encoder(model, accumulator_scale=scale)
+        difference = np.abs(reference - encoder.score_fens(fens))
+        out[name] = {
+            "accumulator_scale": encoder.accumulator_scale,
+            "max": float(difference.max()),
+            "p99": float(np.percentile(difference, 99)),
+            "mean": float(difference.mean()),
+        }
+    return out
 
 
 def search_speed(model: LatentModel, encoder: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -244,8 +250,15 @@ def _markdown(record: dict[str, Any]) -> str:
         "",
         f"Model: {record['model']}; commit {record['git_commit']}; {record['cpu']}.",
         f"Load before: `{record['uptime_before']}`; after: `{record['uptime_after']}`.",
-        f"|native - PyTorch fp32| axis score on {t['positions']:,} Lichess positions: max "
-        f"{t['max']:.2e}, 99th percentile {t['p99']:.2e}, mean {t['mean']:.2e}.",
+        f"|native - PyTorch fp32| axis score on {t['positions']:,} Lichess positions:",
+        "",
+        *(
+            f"* accumulator scale {t[k]['accumulator_scale']}: max {t[k]['max']:.2e}, 99th "
+            f"percentile {t[k]['p99']:.2e}, mean {t[k]['mean']:.2e}"
+            for k in ("automatic", "nnue_127")
+        ),
+        "",
+        f"Accumulator scale used below: {record['accumulator_scale']}.",
         "",
         "One thread each; embeddings/s = positions scored per second.",
         "",
@@ -310,10 +323,11 @@ def main() -> None:
         "name": args.name,
         "model": described,
         "encoder": model.config.to_dict(),
+        "accumulator_scale": encoder.accumulator_scale,
         "git_commit": git_commit(),
         "cpu": platform.processor() or platform.machine(),
         "uptime_before": before,
-        "tolerance": tolerance(model, encoder, args.tolerance_positions),
+        "tolerance": tolerance(model, args.tolerance_positions),
         "embeddings": embeddings(model, encoder, args),
         "search": search_speed(model, encoder, args),
         "uptime_after": _uptime(),

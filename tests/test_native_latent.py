@@ -1,13 +1,14 @@
 """The sparse encoder and the latent search on the native core (latent_encoder.*, latent_search.*).
 
-Tolerance. The core quantises the feature transformer as the NNUE's (int16 at scale 127), so its
-axis scores differ from PyTorch's float32 ones. On 10,000 Lichess positions (held out: the
-sparse-64 run trains on the Stockfish/TCEC CSVs) the 19k-step sparse-64 checkpoint measured
-max |score difference| 6.0e-3, 99th percentile 3.4e-3, mean 8.1e-4 (the trained model, when
-there, must stay under :data:`TRAINED_TOLERANCE`); the test's random model under
-:data:`SCORE_TOLERANCE`. Incremental (make/unmake) and refresh
-scores are equal bit for bit. The native search is compared with the Python search given the
-same (native) scores: same move, value and PV, exactly.
+Tolerance. The core quantises the feature transformer to int16 (latent_encoder.h: scale 1024 when
+the accumulators provably fit, as for sparse-64; the NNUE's 127 on request), so its axis scores
+differ from PyTorch's float32 ones. Measured on 10,000 Lichess positions (held out: the sparse-64
+run trains on the Stockfish/TCEC CSVs) with the 15k-step sparse-64 checkpoint and its mates axis:
+max |score difference| 3.2e-3, 99th percentile 1.6e-3, mean 4.1e-4 at scale 1024 (at 127: max
+3.0e-2, p99 1.3e-2, mean 3.4e-3). The test's random model must stay under
+:data:`SCORE_TOLERANCE` (the trained model, when there, under :data:`TRAINED_TOLERANCE`).
+Incremental (make/unmake) and refresh scores are equal bit for bit. The native search is compared
+with the Python search given the same (native) scores: same move, value and PV, exactly.
 """
 
 from __future__ import annotations
@@ -41,13 +42,14 @@ from latentchess.search.native import (
 from training_fixtures import MICRO
 
 CONFIG = SparseEncoderConfig(name="sparse-native-test", l1=64, hidden=16, dim=16)
-SCORE_TOLERANCE = 3e-2
-"""Bound on |native - PyTorch| axis scores of the test's random model (measured: max 2.35e-2,
-99th percentile 1.2e-2, mean 3.3e-3 on the 10,000 positions; a random model's dense layers
-amplify the rounding more than trained ones do)."""
-TRAINED_TOLERANCE = 1e-2
-"""The same bound for the trained sparse-64 model, when its run has finished (measured on the
-19k-step checkpoint: max 6.0e-3)."""
+SCORE_TOLERANCE = 5e-3
+"""Bound on |native - PyTorch| axis scores of the test's random model at the automatic scale
+(1024; measured: max 2.4e-3, 99th percentile 1.2e-3, mean 3.6e-4 on the 10,000 positions)."""
+NNUE_SCALE_TOLERANCE = 3e-2
+"""The same at the NNUE's scale 127 (measured: max 2.35e-2)."""
+TRAINED_TOLERANCE = 5e-3
+"""The bound for the trained sparse-64 model, when its run has finished (measured on the 15k-step
+checkpoint: max 3.2e-3)."""
 TRAINED = Path(__file__).resolve().parents[1] / "runs" / "sparse-encoder" / "sparse-64" / "model"
 LICHESS = Path(__file__).resolve().parents[2] / "shared" / "data" / "lichess-rated-games.pgn.gz"
 
@@ -127,7 +129,11 @@ def test_scores_equal_pytorch_within_tolerance_on_10000_positions(
     assert difference.mean() < SCORE_TOLERANCE / 5, (source, float(difference.mean()))
     embeddings = encoder.embed_fens(fens[:500])
     assert np.allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-5)
-    assert np.abs(embeddings - model.embed(fens[:500])).max() < 5e-2
+    assert np.abs(embeddings - model.embed(fens[:500])).max() < 2 * SCORE_TOLERANCE
+    assert encoder.accumulator_scale == 1024
+    nnue_scale = native_encoder(model, accumulator_scale=127)
+    difference = np.abs(reference[:2000] - nnue_scale.score_fens(fens[:2000]))
+    assert difference.max() < NNUE_SCALE_TOLERANCE
 
 
 @pytest.mark.skipif(not (TRAINED / "model.safetensors").is_file(), reason="no trained sparse-64")
@@ -320,6 +326,12 @@ def test_engine_uses_the_native_core_for_sparse_models(model: LatentModel) -> No
     )
     analysis = engine.analyse(board, chess.engine.Limit(time=0.2))
     assert analysis.best_move in board.legal_moves and analysis.depth >= 3
+    option = next(o for o in engine.options() if o.option.name == "Native")
+    assert (option.option.default, option.key) == ("auto", "native")
+    option.on_change("false")
+    assert not engine.native and isinstance(engine.searcher, Searcher)
+    option.on_change("auto")
+    assert engine.native
     transformer = LatentModel(build_encoder(MICRO), np.ones(MICRO.dim), precision="fp32")
     assert not LatentEngine.from_options(transformer).native
     with pytest.raises(EngineError, match="native=true"):

@@ -471,8 +471,8 @@ class LatentEngine(Engine):
     # -- options ---------------------------------------------------------------------------------
 
     def options(self) -> list[EngineOption]:
-        """``Model``, ``Precision``, ``Depth``, ``Width``, ``Mode``, ``Threads``, ``Hash``,
-        ``Move Overhead``, ``Clear Hash``."""
+        """``Model``, ``Precision``, ``Depth``, ``Width``, ``Mode``, ``Native``, ``Threads``,
+        ``Hash``, ``Move Overhead``, ``Clear Hash``."""
         c = self.config
         hash_mb = self._hash_mb or max(1, c.cache_size * BYTES_PER_CACHE_ENTRY // 1_000_000)
         model = self._model_path
@@ -486,6 +486,7 @@ class LatentEngine(Engine):
             spin("Depth", c.depth, 1, MAX_DEPTH, lambda v: self._configure(depth=v), "depth"),
             spin("Width", c.width, 1, 256, lambda v: self._configure(width=v), "width"),
             combo("Mode", c.mode, MODES, lambda v: self._configure(mode=v), "mode"),
+            combo("Native", self._native, NATIVE_CHOICES, self._set_native, "native"),
             spin(
                 "Threads",
                 self._threads or 1,
@@ -509,6 +510,15 @@ class LatentEngine(Engine):
     def _configure(self, **changes: Any) -> None:
         self.config = dataclasses.replace(self.config, **changes)
         if self._searcher is not None:
+            self._rebuild_search()
+
+    def _set_native(self, choice: str) -> None:
+        if choice not in NATIVE_CHOICES:
+            raise EngineError(f"native must be one of {list(NATIVE_CHOICES)}, got {choice!r}")
+        self.ready_or_failed()
+        self._native = choice
+        if self._model is not None:
+            self._native_encoder = self._native_encoder_of(self._model)
             self._rebuild_search()
 
     def _set_hash(self, megabytes: int) -> None:

@@ -1,9 +1,10 @@
 """The latent search and the sparse encoder on the native core (C++, no Python per node).
 
 When a model's encoder is the sparse one (:mod:`latentchess.models.sparse_encoder`), the core
-evaluates it itself: the feature transformer quantised as the NNUE's (int16 at scale 127, so the
-scores differ from PyTorch's float32 ones by the rounding, about 1e-3; tests/test_native_latent.py
-states the bound) and its accumulators updated through make/unmake. :class:`NativeSearcher` runs
+evaluates it itself: the feature transformer quantised to int16 as the NNUE's (at scale 1024 when
+the accumulators provably fit, else 127: ``latent_encoder.h``; the scores differ from PyTorch's
+float32 ones by the rounding, tests/test_native_latent.py and docs/sparse-encoder.md state by how
+much) and its accumulators updated through make/unmake. :class:`NativeSearcher` runs
 the SOLIS search of :mod:`latentchess.search.tree` in C++ over it (same tree, values and moves as
 the Python search given the same scores; what differs is named in ``latent_search.h``: no score
 cache, leaf parents score one child at a time until a cutoff), so the speed buys depth, width and
@@ -67,8 +68,11 @@ def is_sparse(model: LatentModel) -> bool:
     return getattr(model.config, "kind", None) == SPARSE_KIND
 
 
-def load_native_encoder(path: str | Path) -> Any:
+def load_native_encoder(path: str | Path, accumulator_scale: int = 0) -> Any:
     """The core's encoder of the sparse model in directory ``path``.
+
+    ``accumulator_scale``: 0 (automatic: 1024 when the accumulators fit int16, else 127) or the
+    scale itself (127 is the NNUE's).
 
     Raises:
         ModelFileError: not a model directory, not a sparse encoder, or weights that do not match
@@ -87,7 +91,10 @@ def load_native_encoder(path: str | Path) -> Any:
     axis = np.asarray(document["axis"], dtype=np.float32)
     try:
         native = _core().LatentEncoder.load(
-            str(Path(path) / WEIGHTS_FILE), str(encoder.get("feature_set", "ALL")), axis
+            str(Path(path) / WEIGHTS_FILE),
+            str(encoder.get("feature_set", "ALL")),
+            axis,
+            accumulator_scale=accumulator_scale,
         )
     except ValueError as error:
         raise ModelFileError(str(error)) from error
@@ -100,9 +107,9 @@ def load_native_encoder(path: str | Path) -> Any:
     return native
 
 
-def native_encoder(model: LatentModel) -> Any:
+def native_encoder(model: LatentModel, accumulator_scale: int = 0) -> Any:
     """The core's encoder of a loaded sparse model: from its directory, or from its weights when
-    it was built in memory.
+    it was built in memory (``accumulator_scale``: see :func:`load_native_encoder`).
 
     Raises:
         ValueError: the model is not sparse.
@@ -111,7 +118,7 @@ def native_encoder(model: LatentModel) -> Any:
     if not is_sparse(model):
         raise ValueError(f"{model!r} is not a sparse encoder model")
     if model.path is not None:
-        return load_native_encoder(model.path)
+        return load_native_encoder(model.path, accumulator_scale)
     state = {
         name: tensor.detach().to("cpu").float().contiguous().numpy()
         for name, tensor in model.encoder.state_dict().items()
@@ -126,6 +133,7 @@ def native_encoder(model: LatentModel) -> Any:
         state["out.weight"],
         state["out.bias"],
         model.axis,
+        accumulator_scale=accumulator_scale,
     )
 
 

@@ -332,7 +332,7 @@ void bind_latent(py::module_& module) {
         .def(py::init([](const std::string& feature_set, const FloatArray& ft_weight, const FloatArray& ft_bias,
                          const FloatArray& l2_weight, const FloatArray& l2_bias, const FloatArray& l2_stm,
                          const FloatArray& out_weight, const FloatArray& out_bias, const FloatArray& axis,
-                         const std::string& source) {
+                         const std::string& source, int accumulator_scale) {
                  LatentWeights weights;
                  weights.feature_set = feature_set;
                  weights.l1 = static_cast<int>(ft_bias.size());
@@ -347,21 +347,25 @@ void bind_latent(py::module_& module) {
                  weights.out_bias = to_vector(out_bias);
                  weights.axis = to_vector(axis);
                  weights.source = source;
+                 weights.accumulator_scale = accumulator_scale;
                  return PyLatentEncoder(make_latent_network(weights));
              }),
              py::arg("feature_set"), py::arg("ft_weight"), py::arg("ft_bias"), py::arg("l2_weight"),
              py::arg("l2_bias"), py::arg("l2_stm"), py::arg("out_weight"), py::arg("out_bias"), py::arg("axis"),
-             py::arg("source") = "<memory>")
+             py::arg("source") = "<memory>", py::arg("accumulator_scale") = 0)
         .def_static(
             "load",
-            [](const std::string& path, const std::string& feature_set, const FloatArray& axis) {
-                return PyLatentEncoder(load_latent_network(path, feature_set, to_vector(axis)));
+            [](const std::string& path, const std::string& feature_set, const FloatArray& axis,
+               int accumulator_scale) {
+                return PyLatentEncoder(load_latent_network(path, feature_set, to_vector(axis), accumulator_scale));
             },
-            py::arg("path"), py::arg("feature_set"), py::arg("axis"),
+            py::arg("path"), py::arg("feature_set"), py::arg("axis"), py::arg("accumulator_scale") = 0,
             "Weights from a model directory's model.safetensors (feature set and axis from its config).")
         .def_property_readonly("l1", [](const PyLatentEncoder& self) { return self.network()->l1; })
         .def_property_readonly("hidden", [](const PyLatentEncoder& self) { return self.network()->hidden; })
         .def_property_readonly("dim", [](const PyLatentEncoder& self) { return self.network()->dim; })
+        .def_property_readonly("accumulator_scale",
+                               [](const PyLatentEncoder& self) { return self.network()->accumulator_scale; })
         .def_property_readonly("feature_set",
                                [](const PyLatentEncoder& self) { return self.network()->transformer->features.name(); })
         .def("score", &PyLatentEncoder::score, py::arg("position"), "Axis score (White's view), from scratch.")

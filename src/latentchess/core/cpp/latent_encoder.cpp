@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <stdexcept>
 
@@ -18,9 +19,42 @@ namespace {
     throw std::invalid_argument("sparse encoder '" + source + "': " + problem);
 }
 
-std::int16_t quantise(float value) {
-    const double scaled = std::round(static_cast<double>(value) * 127.0);  // half away from zero
+std::int16_t quantise(float value, int scale) {
+    const double scaled = std::round(static_cast<double>(value) * scale);  // half away from zero
     return static_cast<std::int16_t>(std::clamp(scaled, -32767.0, 32767.0));
+}
+
+// Most features one perspective can have active at once, per block (32 pieces: one feature each
+// in the local blocks, at most one pair each in PH and PV; the mobility blocks: all of them).
+int most_active_features(const FeatureSet& features) {
+    int total = 0;
+    for (const FeatureBlock block : features.blocks) {
+        const bool mobility = block == FeatureBlock::MB || block == FeatureBlock::MC;
+        total += mobility ? feature_block_size(block) : 32;
+    }
+    return std::min(total, features.size);
+}
+
+// The largest of 1024, 512, 256 whose accumulators provably fit int16, else 127.
+int automatic_scale(const LatentWeights& weights, const FeatureSet& features) {
+    const auto n = static_cast<std::size_t>(features.size), width = static_cast<std::size_t>(weights.l1);
+    const auto most = static_cast<std::size_t>(most_active_features(features));
+    if (most == 0) return 1024;
+    double bound = 0.0;
+    std::vector<double> column(n);
+    for (std::size_t c = 0; c < width; ++c) {
+        for (std::size_t f = 0; f < n; ++f) column[f] = std::abs(static_cast<double>(weights.ft_weight[f * width + c]));
+        std::nth_element(column.begin(), column.begin() + static_cast<long>(most - 1), column.end(),
+                         std::greater<double>());
+        double sum = std::abs(static_cast<double>(weights.ft_bias[c]));
+        for (std::size_t k = 0; k < most; ++k) sum += column[k];
+        bound = std::max(bound, sum);
+    }
+    for (const int scale : {1024, 512, 256}) {
+        // each rounded term moves by at most 1/2
+        if (bound * scale + 0.5 * static_cast<double>(most + 1) < 32767.0) return scale;
+    }
+    return 127;
 }
 
 void check_size(const std::vector<float>& values, std::size_t expected, const char* name,
@@ -133,14 +167,20 @@ std::shared_ptr<const LatentNetwork> make_latent_network(const LatentWeights& we
     norm = std::sqrt(norm);
     if (!(norm > 0.0)) fail(source, "the axis is all zeros");
 
+    int scale = weights.accumulator_scale;
+    if (scale == 0) scale = automatic_scale(weights, features);
+    if (scale != 127 && scale != 256 && scale != 512 && scale != 1024)
+        fail(source, "accumulator_scale must be 0 (automatic), 127, 256, 512 or 1024, got " +
+                         std::to_string(scale));
+
     auto transformer = std::make_shared<NnueNetwork>();
     transformer->features = features;
     transformer->l1 = l1;
     transformer->l2 = 1;  // output layers unused: zero, of the smallest valid size
     transformer->ft_weight.resize(n * width);
-    for (std::size_t i = 0; i < n * width; ++i) transformer->ft_weight[i] = quantise(weights.ft_weight[i]);
+    for (std::size_t i = 0; i < n * width; ++i) transformer->ft_weight[i] = quantise(weights.ft_weight[i], scale);
     transformer->ft_bias.resize(width);
-    for (std::size_t i = 0; i < width; ++i) transformer->ft_bias[i] = quantise(weights.ft_bias[i]);
+    for (std::size_t i = 0; i < width; ++i) transformer->ft_bias[i] = quantise(weights.ft_bias[i], scale);
     transformer->l2_weight.assign(2 * width, 0);
     transformer->l2_bias.assign(1, 0);
     transformer->out_weight.assign(1, 0);
@@ -156,6 +196,7 @@ std::shared_ptr<const LatentNetwork> make_latent_network(const LatentWeights& we
     network->l1 = l1;
     network->hidden = hidden;
     network->dim = dim;
+    network->accumulator_scale = scale;
     network->l2_columns.resize(2 * width * h);
     for (std::size_t j = 0; j < h; ++j)
         for (std::size_t i = 0; i < 2 * width; ++i)
@@ -175,7 +216,8 @@ std::shared_ptr<const LatentNetwork> make_latent_network(const LatentWeights& we
 
 std::shared_ptr<const LatentNetwork> load_latent_network(const std::string& path,
                                                          const std::string& feature_set,
-                                                         const std::vector<float>& axis) {
+                                                         const std::vector<float>& axis,
+                                                         int accumulator_scale) {
     std::string file = path;
     if (file.size() < 12 || file.substr(file.size() - 12) != ".safetensors") {
         file += (file.empty() || file.back() == '/') ? "model.safetensors" : "/model.safetensors";
@@ -194,6 +236,7 @@ std::shared_ptr<const LatentNetwork> load_latent_network(const std::string& path
     weights.source = file;
     weights.feature_set = feature_set;
     weights.axis = axis;
+    weights.accumulator_scale = accumulator_scale;
     std::vector<long long> shape;
     weights.ft_weight = float_tensor(header, data, "ft.weight", shape, file);
     if (shape.size() != 2) fail(file, "ft.weight must be 2-dimensional");
@@ -224,12 +267,13 @@ float latent_forward(const LatentNetwork& network, const std::int16_t* white, co
         h = large.data();
         z = large.data() + hidden;
     }
-    // h = l2.weight x with x = clamp(acc, 0, 127) (the 1/127 applied once per hidden unit): the
+    // h = l2.weight x with x = clamp(acc, 0, S) (the 1/S applied once per hidden unit): the
     // columns of the non-zero inputs, in input order.
+    const int scale = network.accumulator_scale;
     std::fill(h, h + hidden, 0.0f);
     const auto add_columns = [&](const std::int16_t* accumulator, int offset) {
         for (int i = 0; i < l1; ++i) {
-            const int value = std::clamp<int>(accumulator[i], 0, 127);
+            const int value = std::clamp<int>(accumulator[i], 0, scale);
             if (value == 0) continue;
             const float input = static_cast<float>(value);
             const float* column = network.l2_columns.data() + static_cast<std::size_t>(offset + i) * hidden;
@@ -238,10 +282,10 @@ float latent_forward(const LatentNetwork& network, const std::int16_t* white, co
     };
     add_columns(white, 0);
     add_columns(black, l1);
-    constexpr float kInverseScale = 1.0f / 127.0f;
+    const float inverse_scale = 1.0f / static_cast<float>(scale);
     const bool black_to_move = side_to_move == Black;
     for (int j = 0; j < hidden; ++j) {
-        float value = h[j] * kInverseScale + network.l2_bias[j];
+        float value = h[j] * inverse_scale + network.l2_bias[j];
         if (black_to_move) value += network.l2_stm[j];
         h[j] = std::clamp(value, 0.0f, 1.0f);
     }

@@ -7,9 +7,13 @@
 //    first; x = clamp(acc, 0, 1); h = clamp(l2.weight x + l2.bias [+ l2_stm if Black to move],
 //    0, 1); z = out.weight h + out.bias; embedding = z / max(|z|, 1e-12); score = clamp(
 //    embedding . axis / |axis|, -1, 1) (LatentModel.scores_of), White's view.
-//  * Quantisation: the feature transformer only, as the NNUE's: weights and bias int16 at scale
-//    127 (round half away from zero, clamped to +-32767), accumulators int16, x = clamp(acc_q, 0,
-//    127) / 127. The dense layers and the axis stay float32.
+//  * Quantisation: the feature transformer only, int16 as the NNUE's: weights and bias rounded
+//    (half away from zero) at scale S, accumulators int16, x = clamp(acc_q, 0, S) / S. The dense
+//    layers and the axis stay float32. S is the NNUE's 127 when asked (accumulator_scale = 127);
+//    by default (0) it is the largest of 1024, 512, 256 for which every accumulator provably
+//    fits int16 (|bias| plus the largest possible sum of |weights| of active features, per
+//    column), else 127: at 127 the rounding of the weights moved the trained sparse-64's axis
+//    scores by up to 3e-2 (benchmarks/results/latent_native), 8 times less at 1024.
 //  * The accumulators are kept by an NnueEvaluator over an NnueNetwork that holds this model's
 //    quantised feature transformer (its own output layers are zero and never used), so the
 //    incremental update is the NNUE's, tested machinery; after any do/undo sequence the
@@ -42,12 +46,14 @@ struct LatentWeights {
     std::vector<float> out_weight;  // (D, H)
     std::vector<float> out_bias;    // (D)
     std::vector<float> axis;        // (D), any non-zero length
+    int accumulator_scale = 0;      // 0: automatic (see above); else 127, 256, 512 or 1024
     std::string source;             // for messages
 };
 
 struct LatentNetwork {
     std::shared_ptr<const NnueNetwork> transformer;  // quantised feature transformer
     int l1 = 0, hidden = 0, dim = 0;
+    int accumulator_scale = 127;  // S
     // The dense weights transposed (column j of l2.weight is row j here, H floats; column k of
     // out.weight, D floats), so that a layer is a sum of columns scaled by the non-zero inputs:
     // vectorised without reassociating a float sum, and the clamped zeros cost nothing.
@@ -66,7 +72,8 @@ std::shared_ptr<const LatentNetwork> make_latent_network(const LatentWeights& we
 // are taken from the tensor shapes. Throws std::invalid_argument naming the file.
 std::shared_ptr<const LatentNetwork> load_latent_network(const std::string& path,
                                                          const std::string& feature_set,
-                                                         const std::vector<float>& axis);
+                                                         const std::vector<float>& axis,
+                                                         int accumulator_scale = 0);
 
 // Output of the dense layers on one pair of accumulators: the score and, when `embedding` is
 // not null, the D-dimensional unit embedding.
