@@ -31,6 +31,7 @@ from latentchess.engines.base import (
     string,
 )
 from latentchess.engines.default import DEFAULT_EVALUATOR
+from latentchess.engines.human import HUMAN_KEYS, HumanPlay
 from latentchess.errors import EngineError
 
 __all__ = ["AlphaBetaConfig", "AlphaBetaEngine"]
@@ -121,12 +122,16 @@ class AlphaBetaEngine(Engine):
         self.config = config or AlphaBetaConfig()
         self.name = name
         self._search = AlphaBeta(self.config.evaluator, hash_mb=self.config.hash_mb)
+        self.human = HumanPlay(verifier=self)
+        """``UCI_LimitStrength``: human-like moves at ``UCI_Elo`` instead of the search."""
 
     @classmethod
     def from_options(cls, name: str = "ab", **options: object) -> AlphaBetaEngine:
         """Build from spec keys: ``eval``, ``hash``, ``threads``, ``multipv``, ``depth``,
         ``nodes``, ``overhead``, and ``rfp``/``lmp``/``see``/``fp``/``se`` = 0 to switch a pruning
-        (or the singular extension) off.
+        (or the singular extension) off; ``limit_strength``, ``elo``, ``opponent``,
+        ``temperature``, ``top_p``, ``verify``, ``verify_cp``, ``verify_prob``, ``verify_depth``
+        and ``seed`` for human-like play (:class:`~latentchess.engines.human.HumanPlay`).
 
         Raises:
             EngineError: on an unknown key or a bad value.
@@ -143,7 +148,10 @@ class AlphaBetaEngine(Engine):
         }
         fields: dict[str, object] = {}
         disabled: set[str] = set()
+        human = {k: v for k, v in options.items() if k.lower() in HUMAN_KEYS}
         for key, value in options.items():
+            if key in human:
+                continue
             if key.lower() in PRUNING:
                 if str(value).lower() not in ("0", "1", "false", "true"):
                     raise EngineError(f"ab option {key!r} must be 0 or 1, got {value!r}")
@@ -162,7 +170,9 @@ class AlphaBetaEngine(Engine):
                     ) from None
             fields[field_name] = str(value) if field_name == "evaluator" else value
         fields["no_pruning"] = frozenset(disabled)
-        return cls(AlphaBetaConfig(**fields), name=name)  # type: ignore[arg-type]
+        engine = cls(AlphaBetaConfig(**fields), name=name)  # type: ignore[arg-type]
+        engine.human.configure(engine, human)
+        return engine
 
     # -- options ------------------------------------------------------------------------------
 
@@ -185,14 +195,25 @@ class AlphaBetaEngine(Engine):
             ),
             button("Clear Hash", self.new_game),
             string("EvalFile", c.evaluator, self.set_evaluator, "eval"),
+            *self.human.options(),
         ]
 
     def _replace(self, **changes: object) -> None:
         self.config = dataclasses.replace(self.config, **changes)  # type: ignore[arg-type]
 
     def provenance(self) -> dict[str, str]:
-        """The evaluator (``nnue:/path`` for a network)."""
-        return {"evaluator": resolve_evaluator(self.config.evaluator)}
+        """The evaluator (``nnue:/path`` for a network), and the human model when in use."""
+        human = self.human.provenance() if self.human.enabled else {}
+        return {"evaluator": resolve_evaluator(self.config.evaluator), **human}
+
+    def ready(self) -> None:
+        """Wait for the human model when ``UCI_LimitStrength`` is on (nothing to wait for else)."""
+        if self.human.enabled:
+            self.human.ready()
+
+    def info_string(self) -> str:
+        """The human-play settings when ``UCI_LimitStrength`` is on."""
+        return self.human.info_string() if self.human.enabled else ""
 
     def new_game(self) -> None:
         """Forget the previous game (clears the transposition table)."""
@@ -237,6 +258,8 @@ class AlphaBetaEngine(Engine):
         """The iterative search, one ``info`` per iteration and PV line; stops at once."""
 
         control = control or GoControl()
+        if self.human.enabled:
+            return self.human.go(board, control)
         on_info = control.on_info
 
         def iteration(info: SearchInfo) -> None:
@@ -300,6 +323,8 @@ class AlphaBetaEngine(Engine):
         Raises:
             EngineError: when ``board`` has no legal move.
         """
+        if self.human.enabled:
+            return Engine.play(self, board, limit)
         outcome = self.search(board, limit, multipv=1)
         if outcome.best_move is None:
             raise EngineError(f"no legal move in {board.fen()!r}")
@@ -316,6 +341,8 @@ class AlphaBetaEngine(Engine):
 
         ``stop`` ends the search early (the web board cancels a search when the game moves on).
         """
+        if self.human.enabled:
+            return self.human.analyse(board, stop=stop)
         return _analysis(board, self.search(board, limit, stop=stop))
 
     def close(self) -> None:

@@ -248,6 +248,14 @@ def string(
     )
 
 
+def check(
+    name: str, value: bool, on_change: Callable[[bool], None], key: str | None
+) -> EngineOption:
+    """A ``check`` option (true or false)."""
+    option = chess.engine.Option(name, "check", value, None, None, None)
+    return EngineOption(option, on_change, key)
+
+
 def button(name: str, on_press: Callable[[], None]) -> EngineOption:
     """A ``button`` option (``Clear Hash``)."""
     option = chess.engine.Option(name, "button", None, None, None, None)

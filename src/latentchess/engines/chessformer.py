@@ -7,6 +7,13 @@
   Leela-CF-value) and the move whose child is worst for the opponent is played; a move that
   mates is played at once, and a child that is stalemate or a claimable draw scores 0.5.
 
+Human-like play at a chosen rating (``UCI_LimitStrength``, ``UCI_Elo``, ``UCI_Opponent`` and the
+verification options of :class:`~latentchess.engines.human.HumanPlay`, spec keys
+``limit_strength``, ``uci_elo``, ``opponent``, ``verify``...): moves sampled from the human model
+at ``UCI_Elo`` against the opponent's rating, at this engine's ``Temperature`` and ``TopP``
+(``Temperature`` 0, the default, plays the rating's most probable move; 1 samples the model's
+frequencies, as ``ab`` does by default); ``CfMode``, ``SelfElo`` and ``OppoElo`` then do not apply.
+
 Skill: ``elo=`` sets both players' ratings, ``selfelo=`` / ``oppoelo=`` each (Maia-3's UCI options
 ``Elo``, ``SelfElo``, ``OppoElo``; under ``latentchess uci --engine chessformer`` these and
 ``Temperature``, ``TopP`` and ``CfMode`` are UCI options, a bad value answered by an
@@ -33,6 +40,7 @@ from latentchess.engines.base import (
     spin,
     string,
 )
+from latentchess.engines.human import HumanPlay
 from latentchess.errors import EngineError
 from latentchess.winprob import centipawns, white_perspective
 
@@ -102,20 +110,35 @@ class ChessformerEngine(Engine):
         self.self_elo, self.oppo_elo = float(self_elo), float(oppo_elo)
         self.rng = np.random.default_rng(seed)
         self.name = name
+        # UCI_LimitStrength: this model when it is a human one, else the shipped human model.
+        self.human = HumanPlay(
+            model if model.default_elo is None else None, seed=seed, threads=None
+        )
 
     @classmethod
     def from_options(cls, model: str | None = None, **options: Any) -> ChessformerEngine:
         """Build from spec options: ``mode``, ``elo``, ``selfelo``, ``oppoelo``,
-        ``temperature``, ``top_p`` (or ``topp``), ``seed``."""
+        ``temperature``, ``top_p`` (or ``topp``), ``seed``; and the human-play keys
+        ``limit_strength``, ``uci_elo``, ``opponent``, ``verify``, ``verify_cp``,
+        ``verify_prob``, ``verify_depth``."""
+        human_keys = {
+            "limit_strength",
+            "uci_elo",
+            "opponent",
+            "verify",
+            "verify_cp",
+            "verify_prob",
+            "verify_depth",
+        }
         known = {"mode", "elo", "selfelo", "oppoelo", "temperature", "top_p", "topp", "seed"}
-        unknown = set(options) - known
+        unknown = set(options) - known - human_keys
         if unknown:
             raise EngineError(
                 f"unknown chessformer options {sorted(unknown)!r}; known: {sorted(known)!r}"
             )
         elo = options.get("elo")
         try:
-            return cls(
+            engine = cls(
                 model,
                 mode=str(options.get("mode", "policy")),
                 self_elo=_float_or_none(options.get("selfelo", elo)),
@@ -126,6 +149,8 @@ class ChessformerEngine(Engine):
             )
         except ValueError as error:
             raise EngineError(f"bad chessformer option: {error}") from error
+        engine.human.configure(engine, {k: v for k, v in options.items() if k in human_keys})
+        return engine
 
     def _choose_policy(self, moves: tuple[chess.Move, ...], probs: np.ndarray) -> chess.Move:
         if self.temperature == 0:
@@ -157,6 +182,8 @@ class ChessformerEngine(Engine):
         return sorted(scored, key=lambda item: -item[1])
 
     def analyse(self, board: chess.Board, limit: chess.engine.Limit | None = None) -> Analysis:
+        if self.human.enabled:
+            return self.human.analyse(board, temperature=self.temperature, top_p=self.top_p)
         started = time.monotonic()
         if not any(board.legal_moves):
             return Analysis(best_move=None, time_s=time.monotonic() - started)
@@ -216,6 +243,7 @@ class ChessformerEngine(Engine):
             string("Temperature", f"{self.temperature:g}", setter("Temperature"), "temperature"),
             string("TopP", f"{self.top_p:g}", setter("TopP"), "top_p"),
             combo("CfMode", self.mode, MODES, setter("CfMode"), "mode"),
+            *self.human.options(elo_key="uci_elo", sampling=False),
         ]
 
     def _apply_option(self, name: str, value: str) -> bool:
@@ -260,8 +288,19 @@ class ChessformerEngine(Engine):
             return True
         return False
 
+    def ready(self) -> None:
+        """Wait for the human model when ``UCI_LimitStrength`` is on and it is another model."""
+        if self.human.enabled:
+            self.human.ready()
+
+    def provenance(self) -> dict[str, str]:
+        """The human model when ``UCI_LimitStrength`` is on."""
+        return self.human.provenance() if self.human.enabled else {}
+
     def info_string(self) -> str:
         """The settings in force, for a UCI ``info string`` after each search."""
+        if self.human.enabled:
+            return self.human.info_string(temperature=self.temperature, top_p=self.top_p)
         return (
             f"chessformer {self.mode} selfelo {self.self_elo:g} oppoelo {self.oppo_elo:g} "
             f"temperature {self.temperature:g} topp {self.top_p:g}"
