@@ -48,8 +48,8 @@ SCORE_TOLERANCE = 5e-3
 NNUE_SCALE_TOLERANCE = 3e-2
 """The same at the NNUE's scale 127 (measured: max 2.35e-2)."""
 TRAINED_TOLERANCE = 5e-3
-"""The bound for the trained sparse-64 model, when its run has finished (measured on the 15k-step
-checkpoint: max 3.2e-3)."""
+"""The bound for the trained sparse-64 model at scale 1024, when its run has finished (measured on
+the 15k-step checkpoint: max 3.2e-3); proportionally more if its weights need a smaller scale."""
 TRAINED = Path(__file__).resolve().parents[1] / "runs" / "sparse-encoder" / "sparse-64" / "model"
 LICHESS = Path(__file__).resolve().parents[2] / "shared" / "data" / "lichess-rated-games.pgn.gz"
 
@@ -141,9 +141,11 @@ def test_the_trained_model_within_its_tolerance() -> None:
     from latentchess.models import load_model
 
     model = load_model(TRAINED, precision="fp32")
+    encoder = load_native_encoder(TRAINED)
     fens, source = _positions(10_000)
-    difference = np.abs(model.score(fens) - load_native_encoder(TRAINED).score_fens(fens))
-    assert difference.max() < TRAINED_TOLERANCE, (source, float(difference.max()))
+    difference = np.abs(model.score(fens) - encoder.score_fens(fens))
+    bound = TRAINED_TOLERANCE * 1024 / encoder.accumulator_scale
+    assert difference.max() < bound, (source, encoder.accumulator_scale, float(difference.max()))
 
 
 def test_incremental_equals_refresh_exactly_along_game_lines(encoder) -> None:  # type: ignore[no-untyped-def]
@@ -289,11 +291,16 @@ def test_mate_in_one_and_stalemate_avoidance(encoder) -> None:  # type: ignore[n
 def test_stop_deadline_and_node_limit(encoder) -> None:  # type: ignore[no-untyped-def]
     searcher = NativeSearcher(encoder, SearchConfig(width=8))
     stop = threading.Event()
-    timer = threading.Timer(0.2, stop.set)
-    began = time.monotonic()
+    fired: list[float] = []
+
+    def fire() -> None:
+        fired.append(time.monotonic())
+        stop.set()
+
+    timer = threading.Timer(0.2, fire)
     timer.start()
     result = searcher.search(chess.Board(), depth=64, stop=stop)
-    latency = time.monotonic() - began - 0.2
+    latency = time.monotonic() - fired[0]  # measured: 0.3-0.6 ms at load ~8 on 2 cores
     assert latency < 0.05, latency
     assert result.move is not None and not result.completed and result.depth >= 2
     began = time.monotonic()

@@ -204,7 +204,7 @@ class NativeSearcher:
     ) -> SearchResult:
         """As :meth:`Searcher.search`; ``nodes`` counts the positions the core embedded.
 
-        ``stop`` is polled every 1,024 embedded positions (a millisecond or so).
+        ``stop`` is polled every 256 embedded positions (about a millisecond).
         """
         depth = self.config.depth if depth is None else depth
         if not 1 <= depth <= MAX_DEPTH:

@@ -86,7 +86,7 @@ void LatentSearch::check_abort() {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
         if (elapsed >= limits_->deadline_s) throw Aborted{};
     }
-    if ((nodes_ & 1023) == 0 && poll_ != nullptr && *poll_ && (*poll_)()) throw Aborted{};
+    if (poll_ != nullptr && *poll_ && (*poll_)()) throw Aborted{};
 }
 
 double LatentSearch::score_current() {

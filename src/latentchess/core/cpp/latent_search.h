@@ -19,7 +19,7 @@
 //    object across iterations and searches, as Searcher.move_hints.
 //  * Iterative deepening: depth 1 always completes; a later iteration stops (and is discarded)
 //    at the hard deadline, the node limit, the stop flag or when the poll says so, checked before
-//    every scored position (the clock and the poll every 256 / 1024 of them). No iteration starts
+//    every scored position (the clock, the stop flag and the poll every 256 of them). No iteration starts
 //    after the soft deadline, nor when the last one's time times its growth factor (the ratio of
 //    the last two iterations' nodes, clamped to [1.5, 8]; 3 after the first) would pass the hard
 //    deadline. A forced mate ends minimax deepening.
