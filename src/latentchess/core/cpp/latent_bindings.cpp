@@ -8,6 +8,8 @@
 //  * The search and the batched calls run with the GIL released; the per-iteration callback and
 //    the stop poll run with it re-acquired on the searching thread. An exception raised by
 //    either stops the search and is re-raised once it has returned.
+//  * A LatentSearch runs one search at a time: a second concurrent call raises RuntimeError
+//    instead of racing on its state.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -296,6 +298,11 @@ class PyLatentSearch {
                 }
             };
         }
+        if (busy_.exchange(true)) throw std::runtime_error("this LatentSearch is already searching");
+        struct Release {
+            std::atomic<bool>& flag;
+            ~Release() { flag.store(false); }
+        } release_busy{busy_};
         LatentSearchResult result;
         {
             py::gil_scoped_release release;
@@ -305,7 +312,10 @@ class PyLatentSearch {
         return result_to_dict(result);
     }
 
-    void clear_hints() { search_.clear_hints(); }
+    void clear_hints() {
+        if (busy_.load()) throw std::runtime_error("this LatentSearch is searching");
+        search_.clear_hints();
+    }
 
   private:
     static LatentSearchConfig make_config(const std::string& mode, int width, bool alpha_beta,
@@ -322,6 +332,7 @@ class PyLatentSearch {
     }
 
     LatentSearch search_;
+    std::atomic<bool> busy_{false};
 };
 
 }  // namespace
