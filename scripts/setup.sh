@@ -55,3 +55,20 @@ if [ ! -x /usr/bin/chromium ] && [ ! -f .venv/.chromium-unavailable ]; then
         || { echo "setup: could not install chromium; the browser tests will be skipped"
              touch .venv/.chromium-unavailable; }
 fi
+# Anchor engines with published (CCRL) ratings for `latentchess match`/`ladder`: Debian packages.
+# Optional: a package that cannot be installed is reported and setup goes on (their tests skip).
+anchors=()
+for engine in gnuchess phalanx toga2 glaurung sjeng hoichess; do
+    [ -x "/usr/games/$engine" ] || command -v "$engine" >/dev/null 2>&1 || anchors+=("$engine")
+done
+if [ ${#anchors[@]} -gt 0 ] && [ ! -f .venv/.anchors-tried ]; then
+    echo "setup: installing anchor engines ${anchors[*]} with apt-get (optional)"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq >/dev/null 2>&1 || true
+    for engine in "${anchors[@]}"; do
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$engine" >/dev/null 2>&1 \
+            || echo "setup: could not install $engine (optional anchor); its tests will be skipped"
+    done
+    touch .venv/.anchors-tried
+fi

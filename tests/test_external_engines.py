@@ -148,3 +148,25 @@ def test_xboard_engines_refuse_depth_limits(tmp_path) -> None:
             engine.play(chess.Board(), FAST)
     finally:
         engine.close()
+
+
+# Anchors with published ratings that Debian packages (scripts/setup.sh installs them when it
+# can; they are optional, so a missing binary skips and says which package to install).
+ANCHORS = ["gnuchess", "phalanx", "toga2", "glaurung", "sjeng", "hoichess"]
+
+
+@pytest.mark.parametrize("kind", ANCHORS)
+def test_anchor_plays_a_legal_move_on_a_clock(kind: str) -> None:
+    if not ENGINES[kind].available():
+        pytest.skip(f"{kind} is not installed (optional anchor: apt-get install {kind})")
+    engine = create_engine(kind)
+    try:
+        board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+        clock = chess.engine.Limit(white_clock=2.0, black_clock=2.0, white_inc=0.1, black_inc=0.1)
+        move = engine.play(board, clock)
+        assert move in board.legal_moves, f"{kind} played {move} in {board.fen()}"
+        board.push(move)
+        reply = engine.play(board, clock)  # a second move: the engine follows the game
+        assert reply in board.legal_moves, f"{kind} played {reply} in {board.fen()}"
+    finally:
+        engine.close()

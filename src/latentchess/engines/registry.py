@@ -13,8 +13,10 @@ Examples::
     stockfish:elo=1800,Hash=64    any other KEY=VALUE is a UCI option of the engine
     sunfish                       the PyPI package's ``sunfish-uci`` (a weak Python engine)
     toga2 / gnuchess / phalanx    Debian engines, when installed (phalanx: time limits only)
+    glaurung / sjeng / hoichess   more Debian engines (anchors with published ratings;
+                                  sjeng, hoichess: XBoard, time limits only)
     uci:/path/to/engine,Hash=16   any UCI engine; the command may carry arguments (shell words)
-    xboard:fairymax               any XBoard engine (time limits only unless time_only=false)
+    xboard:/usr/games/sjeng       any XBoard engine (time limits only unless time_only=false)
     random:seed=3                 a random mover
     latent:depth=4,width=3,mode=beam,model=DIR   our engine (LatentEngine.from_options)
     ab:eval=hce,depth=10,hash=64                our alpha-beta engine (AlphaBetaEngine)
@@ -357,9 +359,37 @@ ENGINES: dict[str, EngineKind] = {
         ),
         EngineKind(
             name="phalanx",
-            summary="Phalanx over XBoard (Debian package phalanx); time limits only",
-            build=_uci_builder("phalanx", protocol="xboard", time_limits_only=True),
+            summary="Phalanx over XBoard (Debian package phalanx), own book and learning off, "
+            "16 MB hash; time limits only",
+            # -b- and -l-: rating lists play without an engine's own book or learning file.
+            build=_uci_builder(
+                "phalanx",
+                extra_args=("-b-", "-l-", "-t", "16384"),
+                protocol="xboard",
+                time_limits_only=True,
+            ),
             executable="phalanx",
+        ),
+        EngineKind(
+            name="glaurung",
+            summary="Glaurung 2.2 (Debian package glaurung), one thread, own book off",
+            # Its defaults are 2 threads and OwnBook=true: both off the rating lists' conditions.
+            build=_uci_builder("glaurung", defaults={"Threads": 1, "OwnBook": False, "Hash": 16}),
+            executable="glaurung",
+        ),
+        EngineKind(
+            name="sjeng",
+            summary="Sjeng 11.2 over XBoard (Debian package sjeng, no book for normal chess); "
+            "time limits only",
+            build=_uci_builder("sjeng", protocol="xboard", time_limits_only=True),
+            executable="sjeng",
+        ),
+        EngineKind(
+            name="hoichess",
+            summary="HoiChess over XBoard (Debian package hoichess, its own book on); "
+            "time limits only",
+            build=_uci_builder("hoichess", protocol="xboard", time_limits_only=True),
+            executable="hoichess",
         ),
         EngineKind(
             name="uci",
