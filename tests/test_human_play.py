@@ -279,3 +279,16 @@ def test_latentchess_uci_imports_torch_only_when_limit_strength_is_on(
     )
     assert "uciok" in done.stdout and "bestmove" in done.stdout
     assert f"TORCH {limit_strength}" in done.stderr
+
+
+def test_the_web_board_offers_a_human_like_opponent_at_a_rating() -> None:
+    from latentchess.web.opponents import RequestError, build_engine, parse_opponent
+
+    config = parse_opponent({"kind": "ab", "params": {"elo": 1400}}, max_movetime_ms=5000)
+    assert config.spec_text() == "ab:limit_strength=true,elo=1400"
+    assert parse_opponent({"kind": "ab"}, max_movetime_ms=5000).spec_text() == "ab"
+    with pytest.raises(RequestError, match=r"\[800, 2400\]"):
+        parse_opponent({"kind": "ab", "params": {"elo": 3000}}, max_movetime_ms=5000)
+    engine = build_engine(config, model=None)  # type: ignore[arg-type]  # ab needs no model
+    assert isinstance(engine, AlphaBetaEngine) and engine.human.ratings() == (1400, 1400)
+    assert engine.play(chess.Board(), DEPTH) in chess.Board().legal_moves

@@ -118,7 +118,8 @@ PARAMS: dict[str, tuple[Param, ...]] = {
         Param(name="width", default=3, minimum=1, maximum=8),
         Param(name="mode", default="minimax", choices=("minimax", "beam")),
     ),
-    "ab": (),
+    # elo=R: a human-like opponent at Lichess rating R (UCI_LimitStrength, engines/human.py).
+    "ab": (Param(name="elo", default=None, minimum=800, maximum=2400),),
     "hybrid": (),
     # DESIGN.md names it `chessformer:elo=N` (a human-like model conditioned on a rating).
     "chessformer": (Param(name="elo", default=None, minimum=400, maximum=3000),),
@@ -228,6 +229,8 @@ def parse_opponent(
         params[name] = param.check(kind, value)
     if kind == "stockfish" and "skill" in params and "elo" not in raw:
         params.pop("elo", None)  # a skill level alone: no UCI_Elo on top
+    if kind == "ab" and "elo" in params:
+        params = {"limit_strength": "true", **params}  # ab:limit_strength=true,elo=R
     return OpponentConfig(kind=kind, params=params, movetime_ms=movetime)
 
 
