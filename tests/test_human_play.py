@@ -189,6 +189,10 @@ def test_ab_and_chessformer_share_the_same_human_play() -> None:
         board.push(move)
     assert "human play: elo 1500 opponent 1500 temperature 1" in ab.info_string()
     assert ab.provenance()["human_model"].endswith("chessformer-human")
+    # A chessformer of engine moves plays human-like moves with the shipped human model.
+    engine_model = create_engine("chessformer:model=engine,limit_strength=true,uci_elo=1500")
+    assert engine_model.play(chess.Board(), DEPTH) in chess.Board().legal_moves
+    assert engine_model.provenance()["human_model"].endswith("chessformer-human")
     with pytest.raises(EngineError, match="UCI_Elo"):
         create_engine("ab:limit_strength=true,elo=5000")
     with pytest.raises(EngineError, match="unknown ab option"):
