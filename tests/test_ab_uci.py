@@ -61,9 +61,9 @@ def test_garbage_bad_positions_and_illegal_moves_are_refused() -> None:
     assert t.wait_for("bestmove")
     strings = " | ".join(t.strings())
     assert "unknown command" in strings and "bad FEN" in strings and "illegal move" in strings
-    t.send("setoption name Threads value 2", "setoption name Hash value x")
+    t.send("setoption name Threads value 257", "setoption name Hash value x")
     strings = " ".join(t.strings())
-    assert "'Threads' to be at most 1" in strings and "expected integer" in strings
+    assert "'Threads' to be at most 256" in strings and "expected integer" in strings
     t.send("position fen 7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", "go depth 3")  # stalemate
     assert t.wait_for("bestmove") == "bestmove 0000"
     t.send("quit")

@@ -52,7 +52,7 @@ def test_set_option_by_name_or_spec_key_and_refusals_change_nothing() -> None:
     for name, value, problem in (
         ("MultiPV", "0", "at least 1"),
         ("MultiPV", "many", "expected integer"),
-        ("Threads", "2", "at most 1"),
+        ("Threads", "257", "at most 256"),
         ("EvalFile", "nope", "unknown evaluator 'nope'"),
         ("Warp", "9", "unknown option 'Warp'"),
     ):

@@ -227,9 +227,11 @@ class AlphaBeta:
         evaluator: one of :data:`EVALUATORS`, ``nnue`` (the shipped network) or an NNUE model
             directory (see :func:`latentchess.core.nnue.resolve_evaluator`).
         hash_mb: transposition table size in MB.
+        threads: search threads (Lazy SMP over the shared table; 1, the default, is the
+            deterministic single-threaded search ``bench`` measures).
     """
 
-    def __init__(self, evaluator: str = "hce", *, hash_mb: int = 16) -> None:
+    def __init__(self, evaluator: str = "hce", *, hash_mb: int = 16, threads: int = 1) -> None:
         from latentchess.core.nnue import resolve_evaluator
 
         native_name = resolve_evaluator(evaluator)  # hce, pesto, nnue, an NNUE model dir
@@ -240,6 +242,19 @@ class AlphaBeta:
         except ValueError as error:  # a corrupt network file
             raise EngineError(f"evaluator {evaluator!r}: {error}") from error
         self.evaluator = evaluator
+        self.threads = threads
+
+    @property
+    def threads(self) -> int:
+        """Search threads: the caller's thread plus ``threads - 1`` helpers during a search."""
+        return int(self._engine.threads)
+
+    @threads.setter
+    def threads(self, threads: int) -> None:
+        try:
+            self._engine.threads = int(threads)
+        except ValueError as error:
+            raise EngineError(str(error)) from error
 
     @property
     def hash_mb(self) -> int:

@@ -36,8 +36,9 @@ from latentchess.errors import EngineError
 
 __all__ = ["AlphaBetaConfig", "AlphaBetaEngine"]
 
-MAX_THREADS = 1
-"""Lazy SMP is not implemented: on this project's 2 shared cores it was not measured to gain."""
+MAX_THREADS = 256
+"""Lazy SMP threads (more than the machine's cores is allowed, as in Stockfish; see
+docs/engines/alphabeta.md for what a second thread gains)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,7 +50,8 @@ class AlphaBetaConfig:
             ``hce`` (hand-crafted), ``pesto`` (its piece-square tables alone) or an NNUE model
             directory.
         hash_mb: transposition table size in MB.
-        threads: search threads (only 1 is supported).
+        threads: search threads (Lazy SMP over one shared transposition table; 1 is the
+            deterministic single-threaded search).
         multipv: principal variations reported by :meth:`AlphaBetaEngine.analyse`.
         depth: a cap on every search's depth (None: none).
         nodes: a cap on every search's nodes (None: none).
@@ -76,9 +78,7 @@ class AlphaBetaConfig:
         if not 1 <= self.hash_mb <= 65536:
             raise EngineError(f"hash must lie in [1, 65536] MB, got {self.hash_mb!r}")
         if not 1 <= self.threads <= MAX_THREADS:
-            raise EngineError(
-                f"threads must be 1 (Lazy SMP is not implemented), got {self.threads!r}"
-            )
+            raise EngineError(f"threads must lie in [1, {MAX_THREADS}], got {self.threads!r}")
         if not 1 <= self.multipv <= 256:
             raise EngineError(f"multipv must lie in [1, 256], got {self.multipv!r}")
         if self.depth is not None and not 1 <= self.depth <= 127:
@@ -121,7 +121,9 @@ class AlphaBetaEngine(Engine):
     def __init__(self, config: AlphaBetaConfig | None = None, *, name: str = "ab") -> None:
         self.config = config or AlphaBetaConfig()
         self.name = name
-        self._search = AlphaBeta(self.config.evaluator, hash_mb=self.config.hash_mb)
+        self._search = AlphaBeta(
+            self.config.evaluator, hash_mb=self.config.hash_mb, threads=self.config.threads
+        )
         self.human = HumanPlay(verifier=self)
         """``UCI_LimitStrength``: human-like moves at ``UCI_Elo`` instead of the search."""
 
@@ -181,9 +183,7 @@ class AlphaBetaEngine(Engine):
         c = self.config
         return [
             spin("Hash", self._search.hash_mb, 1, 65536, self.set_hash, "hash"),
-            spin(
-                "Threads", c.threads, 1, MAX_THREADS, lambda v: self._replace(threads=v), "threads"
-            ),
+            spin("Threads", c.threads, 1, MAX_THREADS, self.set_threads, "threads"),
             spin("MultiPV", c.multipv, 1, 256, lambda v: self._replace(multipv=v), "multipv"),
             spin(
                 "Move Overhead",
@@ -226,7 +226,15 @@ class AlphaBetaEngine(Engine):
             EngineError: an unknown name or an unreadable network (the old evaluation stays).
         """
         config = dataclasses.replace(self.config, evaluator=evaluator)
-        self._search = AlphaBeta(config.evaluator, hash_mb=self._search.hash_mb)
+        self._search = AlphaBeta(
+            config.evaluator, hash_mb=self._search.hash_mb, threads=config.threads
+        )
+        self.config = config
+
+    def set_threads(self, threads: int) -> None:
+        """Search with ``threads`` threads from the next search on (UCI ``Threads``)."""
+        config = dataclasses.replace(self.config, threads=threads)  # validates
+        self._search.threads = threads
         self.config = config
 
     def set_hash(self, hash_mb: int) -> None:

@@ -9,6 +9,9 @@
 //   them in root_moves_ and leaves the table and the history as they are.
 // - Every do_move is paired with undo_move on all paths, including stops: after an interrupted
 //   search the position and the evaluator are back at the root.
+// - Lazy SMP (see search.h): helpers differ from the main thread only in their limits
+//   (helper_limits), their iterations (helper_skips), no "depth 1 first" guarantee and no
+//   callback; should_stop publishes each thread's node count every kNodesPerCheck nodes.
 // - Pruning (null move, reverse futility, futility, late-move pruning, SEE pruning) never
 //   applies at PV nodes' first move, in check, or when a mate score is at stake. The singular
 //   extension's multi-cut (any node, depth >= 7, not the root) only uses non-mate table scores.
@@ -19,6 +22,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
 
 #include "bitboard.h"
 #include "see.h"
@@ -68,7 +74,7 @@ bool may_give_check(const Position& position, Move move) {
 Search::Search(const Position& root, TranspositionTable& table, Evaluator& evaluator,
                SearchHistory& history, const SearchLimits& limits,
                TimeManager::Clock::time_point start, const std::atomic<bool>& stop_requested,
-               StopPoll poll)
+               StopPoll poll, int thread_index)
     : position_(root),
       table_(table),
       evaluator_(evaluator),
@@ -76,7 +82,8 @@ Search::Search(const Position& root, TranspositionTable& table, Evaluator& evalu
       time_(limits, start),
       stop_requested_(stop_requested),
       poll_(std::move(poll)),
-      history_(history) {
+      history_(history),
+      thread_index_(thread_index) {
   for (int depth = 1; depth < 64; ++depth) {
     for (int number = 1; number < 64; ++number) {
       const double reduction = 0.75 + std::log(depth) * std::log(number) / 2.25;
@@ -120,13 +127,55 @@ bool Search::has_non_pawn_material(Color color) const {
 
 bool Search::should_stop() {
   if (stopped_) return true;
-  if (completed_depth_ == 0) return false;  // depth 1 always completes (a few hundred nodes)
-  if (limits_.nodes != 0 && nodes_ >= limits_.nodes) return stopped_ = true;
+  // The main thread's depth 1 always completes (a few hundred nodes); a helper's need not.
+  if (completed_depth_ == 0 && thread_index_ == 0) return false;
+  // The node limit counts every thread's nodes (the others' as last published).
+  if (limits_.nodes != 0 && nodes_ + peer_nodes_ >= limits_.nodes) return stopped_ = true;
   if ((nodes_ & (kNodesPerCheck - 1)) != 0) return false;
+  published_nodes_.store(nodes_, std::memory_order_relaxed);
+  if (!peers_.empty()) peer_nodes_ = total_nodes() - nodes_;
   if (stop_requested_.load(std::memory_order_relaxed)) return stopped_ = true;
   if (time_.past_hard_limit()) return stopped_ = true;
   if (poll_ && (nodes_ & (kNodesPerPoll - 1)) == 0 && poll_()) return stopped_ = true;
   return false;
+}
+
+std::uint64_t Search::total_nodes() const {
+  std::uint64_t total = nodes_;
+  for (const Search* peer : peers_) total += peer->published_nodes();
+  return total;
+}
+
+Search::Completed Search::completed() const {
+  const std::lock_guard<std::mutex> lock(completed_mutex_);
+  return completed_;
+}
+
+SearchLimits Search::helper_limits(const SearchLimits& limits) {
+  SearchLimits helper = limits;  // root moves, orders, pruning switches, depth and nodes
+  helper.movetime_ms = -1;
+  helper.time_left_ms = -1;
+  helper.increment_ms = 0;
+  helper.moves_to_go = 0;
+  helper.mate_in = 0;
+  helper.infinite = true;
+  helper.multipv = 1;
+  helper.spent_ms = 0;
+  return helper;
+}
+
+bool Search::helper_skips(int thread_index, int depth) {
+  // Helpers cycle through 20 patterns: with a period of 2 * size plies, a helper searches
+  // `size` iterations and leaves out the next `size`, starting at `phase`. Pattern c belongs to
+  // size s where s * (s - 1) <= c < s * (s + 1) (sizes 1, 2, 3, 4 take 2, 4, 6, 8 patterns),
+  // and its phase is c - s * (s - 1). So helper 1 searches the even depths, helper 2 the odd
+  // ones, helpers 3-6 pairs of depths at each offset, and so on: the threads spread over the
+  // next iterations instead of all searching the same one.
+  const int pattern = (thread_index - 1) % 20;
+  int size = 1;
+  while (pattern >= size * (size + 1)) ++size;
+  const int phase = pattern - size * (size - 1);
+  return ((depth + phase) / size) % 2 == 1;
 }
 
 const std::vector<Move>* Search::external_order(int ply) const {
@@ -187,7 +236,7 @@ QuietContext Search::quiet_context(int ply) const {
 // -- iterative deepening ----------------------------------------------------------------------
 
 SearchResult Search::run(const IterationCallback& on_iteration) {
-  table_.new_search();
+  // The table's generation advances once per search, for all threads (SearchEngine::search).
   evaluator_.reset(position_);
   SearchResult result;
 
@@ -218,6 +267,8 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
   int previous_best_score = -kInfinity;
   int stable_iterations = 0;
   for (int depth = 1; depth <= max_depth; ++depth) {
+    // Helpers always search depth 1 (a result to fall back on), then their share of the rest.
+    if (thread_index_ > 0 && depth > 1 && helper_skips(thread_index_, depth)) continue;
     root_depth_ = depth;
     for (RootMove& root : root_moves_) {
       root.previous_score = root.score;
@@ -262,6 +313,12 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
     if (lines > 1) completed = root_moves_;
     result.last = report(depth, lines);
     if (on_iteration) on_iteration(result.last);
+    if (thread_index_ > 0) {  // for the main thread's choice of the move (SearchEngine::search)
+      const std::lock_guard<std::mutex> lock(completed_mutex_);
+      completed_.report = result.last;
+      completed_.best_move = root_moves_[0].move;
+      completed_.ponder_move = root_moves_[0].pv.size() > 1 ? root_moves_[0].pv[1] : Move::none();
+    }
 
     const int best = root_moves_[0].score;
     // How settled the search is decides how long it goes on (clocked searches only): a best
@@ -296,6 +353,7 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
   result.time_ms = time_.elapsed_ms();
   result.soft_ms = time_.soft_ms();
   result.hard_ms = time_.hard_ms();
+  result.thread = thread_index_;
   return result;
 }
 
@@ -303,7 +361,7 @@ IterationReport Search::report(int depth, int lines) const {
   IterationReport report;
   report.depth = depth;
   report.seldepth = std::max(seldepth_, depth);
-  report.nodes = nodes_;
+  report.nodes = total_nodes();
   report.time_ms = time_.elapsed_ms();
   report.hashfull = table_.hashfull();
   for (int i = 0; i < lines; ++i) {
@@ -683,26 +741,122 @@ int Search::quiescence(int alpha, int beta, int ply) {
 
 // -- the engine ---------------------------------------------------------------------------------
 
-SearchEngine::SearchEngine(const std::string& evaluator, std::size_t hash_mb)
-    : table_(hash_mb), evaluator_(make_evaluator(evaluator)) {}
+SearchEngine::SearchEngine(const std::string& evaluator, std::size_t hash_mb) : table_(hash_mb) {
+  evaluators_.push_back(make_evaluator(evaluator));
+  histories_.push_back(std::make_unique<SearchHistory>());
+}
+
+SearchEngine::~SearchEngine() { finish_helpers(); }
+
+void SearchEngine::finish_helpers() {
+  helpers_stop_.store(true);
+  for (std::thread& thread : helper_threads_) thread.join();
+  helper_threads_.clear();
+  helper_searches_.clear();
+  main_search_.reset();
+}
+
+void SearchEngine::set_threads(int threads) {
+  if (threads < 1 || threads > kMaxThreads) {
+    throw std::invalid_argument("threads must lie in [1, " + std::to_string(kMaxThreads) +
+                                "], got " + std::to_string(threads));
+  }
+  finish_helpers();
+  while (static_cast<int>(evaluators_.size()) < threads) {
+    evaluators_.push_back(evaluators_[0]->clone());
+    histories_.push_back(std::make_unique<SearchHistory>());
+  }
+  evaluators_.resize(threads);
+  histories_.resize(threads);
+}
 
 SearchResult SearchEngine::search(const Position& position, const SearchLimits& limits,
                                   const IterationCallback& on_iteration, StopPoll poll,
                                   const std::atomic<bool>* stop_flag) {
+  // The clock starts first: waiting for the last search's helpers (stopped when it returned,
+  // normally long finished) is charged to this move.
   const auto start = TimeManager::Clock::now();
+  finish_helpers();
   if (stop_flag == nullptr) {
     stop_requested_.store(false);
     stop_flag = &stop_requested_;
   }
-  history_->age();
-  Search search(position, table_, *evaluator_, *history_, limits, start, *stop_flag,
+  table_.new_search();
+  for (const auto& history : histories_) history->age();
+  const int threads = this->threads();
+  if (threads == 1) {
+    Search main(position, table_, *evaluators_[0], *histories_[0], limits, start, *stop_flag,
                 std::move(poll));
-  return search.run(on_iteration);
+    return main.run(on_iteration);
+  }
+
+  // Lazy SMP: helpers on their own threads until the main thread returns.
+  helpers_stop_.store(false);
+  main_search_ = std::make_unique<Search>(position, table_, *evaluators_[0], *histories_[0],
+                                          limits, start, *stop_flag, std::move(poll));
+  const SearchLimits helper_limits = Search::helper_limits(limits);
+  std::vector<const Search*> all{main_search_.get()};
+  for (int i = 1; i < threads; ++i) {
+    helper_searches_.push_back(std::make_unique<Search>(position, table_, *evaluators_[i],
+                                                        *histories_[i], helper_limits, start,
+                                                        helpers_stop_, nullptr, i));
+    all.push_back(helper_searches_.back().get());
+  }
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    std::vector<const Search*> peers = all;
+    peers.erase(peers.begin() + static_cast<std::ptrdiff_t>(i));
+    (i == 0 ? *main_search_ : *helper_searches_[i - 1]).set_peers(std::move(peers));
+  }
+  SearchResult result;
+  try {
+    for (const auto& helper : helper_searches_) {
+      Search* search = helper.get();
+      helper_threads_.emplace_back([search]() {
+        try {
+          search->run(nullptr);
+        } catch (...) {
+          // Nothing to report: the main thread only reads the iterations it completed.
+        }
+      });
+    }
+    result = main_search_->run(on_iteration);
+  } catch (...) {
+    finish_helpers();
+    throw;
+  }
+  helpers_stop_.store(true);  // joined by the next use of the engine, not waited for here
+
+  // The main thread's move, unless a helper completed a deeper iteration with a higher score
+  // (one line, no depth limit: MultiPV and `go depth` report the main thread's iterations).
+  std::uint64_t nodes = result.nodes;
+  for (const auto& helper : helper_searches_) nodes += helper->published_nodes();
+  if (limits.multipv <= 1 && limits.depth == 0 && !result.last.lines.empty()) {
+    int best_depth = result.last.depth;
+    int best_score = result.last.lines[0].score;
+    for (std::size_t i = 0; i < helper_searches_.size(); ++i) {
+      Search::Completed helper = helper_searches_[i]->completed();
+      if (helper.best_move.is_none() || helper.report.lines.empty()) continue;
+      if (helper.report.depth > best_depth && helper.report.lines[0].score > best_score) {
+        best_depth = helper.report.depth;
+        best_score = helper.report.lines[0].score;
+        helper.report.time_ms = result.last.time_ms;
+        helper.report.hashfull = result.last.hashfull;
+        result.last = std::move(helper.report);
+        result.best_move = helper.best_move;
+        result.ponder_move = helper.ponder_move;
+        result.thread = static_cast<int>(i) + 1;
+      }
+    }
+  }
+  result.nodes = nodes;
+  result.last.nodes = nodes;
+  return result;
 }
 
 void SearchEngine::new_game() {
+  finish_helpers();
   table_.clear();
-  history_->clear();
+  for (const auto& history : histories_) history->clear();
 }
 
 }  // namespace latentchess::core

@@ -3,10 +3,23 @@
 //
 // Invariants:
 // - All per-search state (node counts, killers, PV table, evaluator stack) lives in a `Search`
-//   object used by one thread; the transposition table, the move-ordering history (butterfly,
+//   object used by one thread; the transposition table, the move-ordering histories (butterfly,
 //   continuation, counter-moves: halved before each search, cleared by new_game) and the
-//   evaluator are owned by the `SearchEngine` and lent to one search at a time. There are no
+//   evaluators are owned by the `SearchEngine` and lent to one search at a time. There are no
 //   mutable globals.
+// - Lazy SMP (SearchEngine::set_threads): a search with N threads runs N `Search` objects over
+//   one shared transposition table (tt.h: lockless), each with its own evaluator (a clone),
+//   history and killers. Thread 0, the main thread, runs on the caller's thread and alone owns
+//   the clock, the Python poll, the iteration callback and MultiPV; helpers search one line with
+//   no limit but the depth and the node limit (which counts every thread's nodes, so each thread
+//   checks it), skip iterations in a staggered pattern (so they run ahead of the main thread at
+//   different depths) and stop when the main thread returns. The move played is the main
+//   thread's unless a helper completed a deeper iteration with a higher score (one line, no
+//   depth limit), judged on the iterations helpers publish as they complete them: the main
+//   thread never waits for a helper, so `stop` and the clock are answered as fast as with one
+//   thread. Helpers told to stop are joined before anything else uses the engine (the next
+//   search, new_game, set_threads, set_hash_megabytes, destruction). One thread behaves exactly
+//   as before.
 // - The root position is copied: the caller's position is never changed.
 // - Scores are centipawns from the side to move's view; |score| >= kMateInMaxPly is a mate
 //   (kMate - |score| plies away). Draws (repetition including the game history before the root,
@@ -15,8 +28,9 @@
 //   within ~256 nodes of a stop request or the hard time limit (~1024 nodes of a polled Python
 //   event), at once at the node limit;
 //   results of an interrupted iteration are used only for moves whose search completed.
-// - Given the same position, limits without time, and the same table and history contents, the
-//   search is deterministic (node counts included): `bench` relies on it.
+// - Given the same position, limits without time, and the same table and history contents, a
+//   one-thread search is deterministic (node counts included): `bench` relies on it. Several
+//   threads are not (they race on the table).
 #pragma once
 
 #include <array>
@@ -24,7 +38,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "evaluate.h"
@@ -61,6 +77,7 @@ struct SearchResult {
   std::int64_t time_ms = 0;
   std::int64_t soft_ms = -1;  // the time manager's budgets (-1: none), for measurements
   std::int64_t hard_ms = -1;
+  int thread = 0;  // the thread whose result this is (0: the main thread)
 };
 
 using IterationCallback = std::function<void(const IterationReport&)>;
@@ -69,12 +86,35 @@ using StopPoll = std::function<bool()>;
 
 class Search {
  public:
+  // thread_index 0 is the main thread; a helper (> 0) should get limits without time or MultiPV
+  // (helper_limits) and a stop flag the main thread's caller sets when it returns.
   Search(const Position& root, TranspositionTable& table, Evaluator& evaluator,
          SearchHistory& history, const SearchLimits& limits,
          TimeManager::Clock::time_point start, const std::atomic<bool>& stop_requested,
-         StopPoll poll = nullptr);
+         StopPoll poll = nullptr, int thread_index = 0);
+  Search(const Search&) = delete;
+  Search& operator=(const Search&) = delete;
 
   SearchResult run(const IterationCallback& on_iteration);
+
+  // The other threads of this search, whose node counts this one adds to its own (reports, the
+  // node limit).
+  void set_peers(std::vector<const Search*> peers) { peers_ = std::move(peers); }
+  // This thread's nodes as last published (every kNodesPerCheck nodes); any thread may read it.
+  std::uint64_t published_nodes() const { return published_nodes_.load(std::memory_order_relaxed); }
+  // A helper's last completed iteration (report.depth 0: none yet) with its best move; any
+  // thread may read it while the helper runs.
+  struct Completed {
+    IterationReport report;
+    Move best_move = Move::none();
+    Move ponder_move = Move::none();
+  };
+  Completed completed() const;
+  // What a helper searches: the same root, depth cap and node limit, no clock, mate goal or
+  // MultiPV (the main thread decides when all stop).
+  static SearchLimits helper_limits(const SearchLimits& limits);
+  // Whether helper `thread_index` (>= 1) leaves out iteration `depth`.
+  static bool helper_skips(int thread_index, int depth);
 
  private:
   struct RootMove {
@@ -110,6 +150,8 @@ class Search {
   bool is_draw() const;
   bool has_non_pawn_material(Color color) const;
   bool should_stop();
+  // Nodes of all threads of this search (the others' as last published).
+  std::uint64_t total_nodes() const;
   void update_pv(int ply, Move move);
   // hybrid: the external order of the current node's moves (limits.move_orders), if any.
   const std::vector<Move>* external_order(int ply) const;
@@ -134,6 +176,12 @@ class Search {
   std::array<std::array<std::uint8_t, 64>, 64> reductions_{};  // [depth][move number]
   SearchHistory& history_;
   std::uint64_t nodes_ = 0;
+  std::atomic<std::uint64_t> published_nodes_{0};
+  std::uint64_t peer_nodes_ = 0;  // the other threads' published nodes, refreshed every check
+  std::vector<const Search*> peers_;
+  mutable std::mutex completed_mutex_;  // guards completed_ (a helper writes it per iteration)
+  Completed completed_;
+  const int thread_index_ = 0;
   int seldepth_ = 0;
   int completed_depth_ = 0;
   int root_depth_ = 0;  // the iteration in progress
@@ -141,27 +189,52 @@ class Search {
   bool stopped_ = false;
 };
 
-// Owns the transposition table and the evaluator across searches (one UCI engine).
+// Owns the transposition table, the evaluators and the histories across searches (one UCI
+// engine).
 class SearchEngine {
  public:
-  explicit SearchEngine(const std::string& evaluator = "hce", std::size_t hash_mb = 16);
+  static constexpr int kMaxThreads = 1024;
 
+  explicit SearchEngine(const std::string& evaluator = "hce", std::size_t hash_mb = 16);
+  ~SearchEngine();
+  SearchEngine(const SearchEngine&) = delete;
+  SearchEngine& operator=(const SearchEngine&) = delete;
+
+  // With threads() > 1, Lazy SMP: the caller's thread is the main thread; the helpers are
+  // started for this search, told to stop when it returns and joined later (finish_helpers).
   SearchResult search(const Position& position, const SearchLimits& limits,
                       const IterationCallback& on_iteration, StopPoll poll = nullptr,
                       const std::atomic<bool>* stop_flag = nullptr);
   // Thread-safe: ends the running search (and only it) soon.
   void stop() { stop_requested_.store(true); }
   void new_game();
-  void set_hash_megabytes(std::size_t megabytes) { table_.resize(megabytes); }
+  void set_hash_megabytes(std::size_t megabytes) {
+    finish_helpers();
+    table_.resize(megabytes);
+  }
   std::size_t hash_megabytes() const { return table_.megabytes(); }
   int hashfull() const { return table_.hashfull(); }
-  std::string evaluator_name() const { return evaluator_->name(); }
+  std::string evaluator_name() const { return evaluators_[0]->name(); }
+  // Search threads, 1..kMaxThreads (std::invalid_argument otherwise); not during a search. New
+  // threads start with an empty history; fewer threads keep the first ones' histories.
+  void set_threads(int threads);
+  int threads() const { return static_cast<int>(evaluators_.size()); }
 
  private:
+  // Stops and joins the last search's helpers (at once if they are done).
+  void finish_helpers();
+
   TranspositionTable table_;
-  std::unique_ptr<Evaluator> evaluator_;
-  std::unique_ptr<SearchHistory> history_ = std::make_unique<SearchHistory>();
+  // One evaluator and one history per thread (index 0: the main thread's).
+  std::vector<std::unique_ptr<Evaluator>> evaluators_;
+  std::vector<std::unique_ptr<SearchHistory>> histories_;
   std::atomic<bool> stop_requested_{false};
+  // The last multi-threaded search, alive until its helpers are joined: the main thread's
+  // Search (helpers read its node count) and the helpers' Searches and threads.
+  std::atomic<bool> helpers_stop_{false};
+  std::unique_ptr<Search> main_search_;
+  std::vector<std::unique_ptr<Search>> helper_searches_;
+  std::vector<std::thread> helper_threads_;
 };
 
 }  // namespace latentchess::core

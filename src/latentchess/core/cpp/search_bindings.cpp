@@ -181,14 +181,16 @@ void bind_search(py::module_& module) {
 
   py::class_<SearchEngine>(module, "SearchEngine",
                            "Alpha-beta search owning its transposition table and evaluator.")
-      .def(py::init([](const std::string& evaluator, std::size_t hash_mb) {
+      .def(py::init([](const std::string& evaluator, std::size_t hash_mb, int threads) {
              try {
-               return std::make_unique<SearchEngine>(evaluator, hash_mb);
+               auto engine = std::make_unique<SearchEngine>(evaluator, hash_mb);
+               engine->set_threads(threads);
+               return engine;
              } catch (const std::invalid_argument& error) {
                throw py::value_error(error.what());
              }
            }),
-           py::arg("evaluator") = "hce", py::arg("hash_mb") = 16)
+           py::arg("evaluator") = "hce", py::arg("hash_mb") = 16, py::arg("threads") = 1)
       .def("search", &run_search, py::arg("position"), py::arg("limits"),
            py::arg("on_iteration") = py::none(), py::arg("stop") = py::none(),
            py::arg("poll") = py::none())
@@ -196,7 +198,17 @@ void bind_search(py::module_& module) {
       .def("set_hash_megabytes", &SearchEngine::set_hash_megabytes, py::arg("megabytes"))
       .def_property_readonly("hash_megabytes", &SearchEngine::hash_megabytes)
       .def_property_readonly("hashfull", &SearchEngine::hashfull)
-      .def_property_readonly("evaluator", &SearchEngine::evaluator_name);
+      .def_property_readonly("evaluator", &SearchEngine::evaluator_name)
+      .def_property(
+          "threads", &SearchEngine::threads,
+          [](SearchEngine& self, int threads) {
+            try {
+              self.set_threads(threads);
+            } catch (const std::invalid_argument& error) {
+              throw py::value_error(error.what());
+            }
+          },
+          "Search threads (Lazy SMP; 1: the single-threaded, deterministic search).");
 
   module.def(
       "evaluate",

@@ -1,21 +1,28 @@
 // The transposition table: a fixed-size hash of search results, sized in megabytes.
 //
 // Invariants:
-// - Buckets of kBucketSize 12-byte entries padded to one 64-byte cache line (one miss per
-//   probe; the search prefetches a child's bucket as soon as its key is known); a position's
-//   bucket is chosen by the high bits of
-//   (key * bucket count) and it is recognised by the key's low 32 bits, so distinct positions can
-//   collide: every move read back must be checked (is_pseudo_legal + is_legal) before use.
+// - Buckets of kBucketSize entries (a 32-bit check word and a 64-bit data word each) padded to
+//   one 64-byte cache line (one miss per probe; the search prefetches a child's bucket as soon as
+//   its key is known); a position's bucket is chosen by the high bits of (key * bucket count) and
+//   it is recognised by the key's low 32 bits, so distinct positions can collide: every move read
+//   back must be checked (is_pseudo_legal + is_legal) before use.
 // - Scores are stored "mate relative to this node" (see score_to_table/score_from_table) so a
 //   mate found at one ply is correct when read at another.
 // - `generation` advances once per search; entries from older searches are replaced first.
-// - One table serves one search thread at a time (no locking); resize() and clear() must not run
-//   during a search.
+// - Shared by all threads of a search (Lazy SMP) without locks: both words of an entry are
+//   relaxed atomics (plain loads and stores on x86-64, no data race in the C++ sense), and the
+//   check word is stored XORed with the data word folded to 32 bits ("lockless hashing"), so an
+//   entry torn by two threads writing at once (one's check word, the other's data) fails the key
+//   check like any other position's entry, except with the ordinary 2^-32 collision odds.
+//   Single-threaded the XOR changes nothing: a probe hits exactly the entries it hit before.
+//   new_search(), resize() and clear() must not run during a search (generation_ is read by
+//   every thread, written only between searches).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "types.h"
 
@@ -33,6 +40,11 @@ struct TableEntry {
 
   Bound bound() const { return static_cast<Bound>(generation_and_bound & 3); }
   std::uint8_t generation() const { return generation_and_bound >> 2; }
+
+  // Everything but the key in one word: move, score, static_eval, depth, generation_and_bound.
+  std::uint64_t data() const;
+  // The entry with this key and the fields of `data`.
+  static TableEntry unpack(std::uint32_t key, std::uint64_t data);
 };
 
 struct ProbeResult {
@@ -57,6 +69,7 @@ class TranspositionTable {
   ProbeResult probe(std::uint64_t key) const;
   // Start loading key's bucket into the cache (a hint; no effect on results).
   void prefetch(std::uint64_t key) const { __builtin_prefetch(&buckets_[bucket_index(key)]); }
+  // Thread-safe against concurrent probes and stores (see the invariants above).
   void store(std::uint64_t key, Move move, int score, int static_eval, int depth, Bound bound);
 
   // Permille of a sample of entries written in the current search (UCI "hashfull").
@@ -64,16 +77,26 @@ class TranspositionTable {
   std::size_t megabytes() const { return megabytes_; }
 
  private:
+  // checks[i] holds (key's low 32 bits) ^ fold(data[i]); an empty entry is all zero.
   struct alignas(64) Bucket {
-    TableEntry entries[kBucketSize];
+    std::atomic<std::uint32_t> checks[kBucketSize];
+    std::atomic<std::uint64_t> data[kBucketSize];
   };
   static_assert(sizeof(Bucket) == 64, "a bucket is one cache line");
 
+  static std::uint32_t fold(std::uint64_t data) {
+    return static_cast<std::uint32_t>(data) ^ static_cast<std::uint32_t>(data >> 32);
+  }
+  // Entry i of a bucket as one consistent-looking TableEntry (its key decoded with its data).
+  static TableEntry load(const Bucket& bucket, int i);
+  static void save(Bucket& bucket, int i, const TableEntry& entry);
+
   std::size_t bucket_index(std::uint64_t key) const {
-    return static_cast<std::size_t>((static_cast<unsigned __int128>(key) * buckets_.size()) >> 64);
+    return static_cast<std::size_t>((static_cast<unsigned __int128>(key) * bucket_count_) >> 64);
   }
 
-  std::vector<Bucket> buckets_;
+  std::unique_ptr<Bucket[]> buckets_;
+  std::size_t bucket_count_ = 0;
   std::size_t megabytes_ = 0;
   std::uint8_t generation_ = 0;
 };
