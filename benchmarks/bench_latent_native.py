@@ -59,6 +59,8 @@ def _repo_relative(path: object) -> str:
     """A path as results record it: relative to the repository when it lies inside it."""
     resolved = Path(str(path)).resolve()
     return str(resolved.relative_to(REPO)) if resolved.is_relative_to(REPO) else str(resolved)
+
+
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
