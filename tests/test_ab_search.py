@@ -156,6 +156,33 @@ def test_node_and_time_limits(engine: AlphaBeta) -> None:
     assert time.monotonic() - began < 0.45 and outcome.best_move in board.legal_moves
 
 
+@pytest.mark.parametrize("increment_s", [0.01, 0.1])
+def test_clock_settles_in_the_reserve_instead_of_draining(increment_s: float) -> None:
+    """A bullet game whose every move costs its budget plus a slow round trip keeps a reserve.
+
+    The clock is simulated move by move with the native time manager's budgets: the move takes
+    its soft budget, plus a round trip of half the increment (a loaded machine). The clock must
+    settle in the reserve (10 move overheads), never near the flag; with no overhead there is
+    no reserve and the clock drains, which is what the reserve is for.
+    """
+    overhead_ms, increment_ms = 30, round(increment_s * 1000)
+    lowest = {}
+    for overhead in (overhead_ms, 0):
+        clock_ms = 1000
+        lowest[overhead] = clock_ms
+        for _ in range(200):
+            limit = chess.engine.Limit(white_clock=clock_ms / 1000, white_inc=increment_s)
+            soft, hard = core_search.time_budget_ms(limit, chess.WHITE, move_overhead_ms=overhead)
+            assert 1 <= soft <= hard <= max(1, clock_ms - overhead)
+            clock_ms += increment_ms - soft - increment_ms // 2
+            lowest[overhead] = min(lowest[overhead], clock_ms)
+    assert lowest[overhead_ms] > 5 * overhead_ms  # settled well inside the 300 ms reserve
+    assert lowest[0] < lowest[overhead_ms]
+    # A clock that the next move refills (moves to go = 1) is spent as before, reserve or not.
+    last = chess.engine.Limit(white_clock=0.5, white_inc=0.0, remaining_moves=1)
+    assert core_search.time_budget_ms(last, chess.WHITE)[1] >= 0.8 * (500 - overhead_ms) - 1
+
+
 def test_stop_signal_and_plain_event_end_an_infinite_search(engine: AlphaBeta) -> None:
     for stop in (StopSignal(), threading.Event()):
         infos: list[core_search.SearchInfo] = []

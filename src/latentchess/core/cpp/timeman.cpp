@@ -4,6 +4,10 @@
 // - Clocked search: the budget for this move is the clock shared over the moves still to play
 //   (moves-to-go, else 20), plus most of the increment; the hard limit allows up to 4x that when
 //   an iteration runs long but never more than a third of what is left beyond the overhead.
+// - A reserve of kReserveOverheads move overheads (300 ms at the default 30 ms; none when the
+//   move overhead is 0 or the next move refills the clock) is kept off the plan: once the clock
+//   falls into it, a move gets at most 3/4 of the increment scaled by how much of the reserve is
+//   left, so the clock settles in the reserve instead of draining to the flag under load.
 #include "timeman.h"
 
 #include <algorithm>
@@ -22,12 +26,26 @@ TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start)
   if (limits.time_left_ms >= 0) {
     const std::int64_t usable = std::max<std::int64_t>(1, limits.time_left_ms - overhead);
     const int moves = limits.moves_to_go > 0 ? std::min(limits.moves_to_go, 50) : 20;
-    std::int64_t budget = usable / moves + limits.increment_ms * 3 / 4;
-    budget = std::min(budget, usable * 4 / 5);
-    std::int64_t hard = std::min(budget * 4, usable / 3 + limits.increment_ms * 3 / 4);
+    const std::int64_t increment_share = limits.increment_ms * 3 / 4;
+    // The reserve: clock the budget never plans to spend, so that a stall of the machine (a busy
+    // core, a slow pipe) lands in it instead of past the flag. Below it the budget shrinks with
+    // what is left of it, down to nothing, so the clock settles inside it instead of draining.
+    const std::int64_t reserve = limits.moves_to_go == 1 ? 0 : kReserveOverheads * overhead;
+    const std::int64_t spendable = limits.time_left_ms - overhead - reserve;
+    std::int64_t budget;
+    std::int64_t hard;
+    if (spendable > 0 || reserve == 0) {
+      const std::int64_t plan = std::max<std::int64_t>(1, spendable);
+      budget = std::min(plan / moves + increment_share, usable * 4 / 5);
+      hard = std::min(budget * 4, plan / 3 + increment_share);
+    } else {
+      const std::int64_t inside = std::max<std::int64_t>(0, limits.time_left_ms - overhead);
+      budget = increment_share * inside / reserve;
+      hard = budget * 2;
+    }
     hard = std::clamp<std::int64_t>(hard, 1, usable);
     if (limits.moves_to_go == 1) hard = std::min(usable, std::max(hard, usable * 4 / 5));
-    const std::int64_t soft = std::min(budget, hard);
+    const std::int64_t soft = std::clamp<std::int64_t>(budget, 1, hard);
     hard_ms_ = hard_ms_ >= 0 ? std::min(hard_ms_, hard) : hard;
     soft_ms_ = soft_ms_ >= 0 ? std::min(soft_ms_, soft) : soft;
     iteration_ms_ = iteration_ms_ >= 0 ? std::min(iteration_ms_, soft / 2) : soft / 2;

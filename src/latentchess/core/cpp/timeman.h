@@ -47,6 +47,9 @@ struct SearchLimits {
   bool singular_extensions = true;
 };
 
+// Move overheads of clock kept in reserve by a clocked search (timeman.cpp).
+inline constexpr std::int64_t kReserveOverheads = 10;
+
 class TimeManager {
  public:
   using Clock = std::chrono::steady_clock;
