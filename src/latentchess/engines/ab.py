@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import chess
 import chess.engine
@@ -33,6 +34,9 @@ from latentchess.engines.base import (
 from latentchess.engines.default import DEFAULT_EVALUATOR
 from latentchess.engines.human import HUMAN_KEYS, HumanPlay
 from latentchess.errors import EngineError
+
+if TYPE_CHECKING:
+    from latentchess.wdl import WdlModel
 
 __all__ = ["AlphaBetaConfig", "AlphaBetaEngine"]
 
@@ -124,6 +128,7 @@ class AlphaBetaEngine(Engine):
         self._search = AlphaBeta(
             self.config.evaluator, hash_mb=self.config.hash_mb, threads=self.config.threads
         )
+        self._wdl: tuple[str, WdlModel | None] | None = None
         self.human = HumanPlay(verifier=self)
         """``UCI_LimitStrength``: human-like moves at ``UCI_Elo`` instead of the search."""
 
@@ -255,6 +260,18 @@ class AlphaBetaEngine(Engine):
         """The native time manager's budget with this engine's move overhead."""
         overhead = self.config.move_overhead_ms if move_overhead_ms is None else move_overhead_ms
         return native_time_budget(limit, turn, move_overhead_ms=overhead)
+
+    def wdl_model(self) -> WdlModel | None:
+        """The network's WDL model (``wdl.json`` beside an NNUE, fitted to this engine's own
+        games by ``benchmarks/fit_wdl.py``); None for the built-in evaluations."""
+        evaluator = resolve_evaluator(self.config.evaluator)
+        if not evaluator.startswith("nnue:"):
+            return None
+        if self._wdl is None or self._wdl[0] != evaluator:
+            from latentchess.wdl import WdlModel  # NumPy: only when WDL is asked for
+
+            self._wdl = (evaluator, WdlModel.load(evaluator[len("nnue:") :]))
+        return self._wdl[1]
 
     def supports_search_moves(self) -> bool:
         """``go searchmoves`` restricts the root."""

@@ -27,13 +27,16 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import chess
 import chess.engine
 
 from latentchess.engines.default import DEFAULT_MOVE_TIME_S
 from latentchess.errors import EngineError
+
+if TYPE_CHECKING:
+    from latentchess.wdl import WdlModel
 
 __all__ = [
     "Engine",
@@ -387,6 +390,11 @@ class Engine:
     def supports_search_moves(self) -> bool:
         """Whether :meth:`go` honours ``search_moves`` (UCI ``go searchmoves``)."""
         return False
+
+    def wdl_model(self) -> WdlModel | None:
+        """The model that turns this engine's scores into win/draw/loss chances (UCI
+        ``UCI_ShowWDL``); None: the engine has none, and its ``info`` lines carry no ``wdl``."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

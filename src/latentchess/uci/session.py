@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import chess
 import chess.engine
@@ -45,10 +45,17 @@ from latentchess.uci.protocol import (
     parse_command,
 )
 
-__all__ = ["UciSession", "run", "ENGINE_OPTION", "EngineFactory"]
+if TYPE_CHECKING:
+    from latentchess.wdl import WdlModel
+
+__all__ = ["UciSession", "run", "ENGINE_OPTION", "SHOW_WDL_OPTION", "EngineFactory"]
 
 ENGINE_OPTION = "Engine"
 """The session's own option: the engine's spec (``ab``, ``latent:depth=4``, ``hybrid``...)."""
+
+SHOW_WDL_OPTION = "UCI_ShowWDL"
+"""The session's option for ``wdl W D L`` in ``info`` lines, from :meth:`Engine.wdl_model`;
+declared when the engine has a model (``ab`` with a network that ships one)."""
 
 _UNASKED = ("ponder", "uci_analysemode", "uci_showwdl", "multipv")
 """Options GUIs set without asking; silently accepted when the engine does not declare them."""
@@ -113,6 +120,8 @@ class UciSession:
         """Why the engine cannot search (a model that failed to load); None when it can."""
         self._set_options: dict[str, SetOption] = {}  # by lower-case name, in the order set
         self._uci_seen = False
+        self.show_wdl = False
+        """``UCI_ShowWDL``: ``info`` lines with a score carry ``wdl`` (engines with a model)."""
         self._announced: object = None
         self._search: _Search | None = None
 
@@ -210,6 +219,8 @@ class UciSession:
         # Pondering is the session's (go ponder / ponderhit), the same for every engine; GUIs
         # only ponder with an engine that declares it.
         self.write("option name Ponder type check default false")
+        if self._wdl_model() is not None:
+            self.write(f"option name {SHOW_WDL_OPTION} type check default false")
         for option in self.engine.options():
             self.write(option.uci_line())
         self.write("uciok")
@@ -219,6 +230,14 @@ class UciSession:
         name, value = command.name.strip(), (command.value or "").strip()
         if name.lower() == ENGINE_OPTION.lower():
             self._switch(value)
+            return
+        if name.lower() == SHOW_WDL_OPTION.lower():
+            if value.lower() not in ("true", "false"):
+                self.info(
+                    f"option {SHOW_WDL_OPTION!r} refused: expected true or false, got {value!r}"
+                )
+            else:
+                self.show_wdl = value.lower() == "true"
             return
         # Kept for a later engine (Engine option) that declares it, even when this one doesn't.
         self._set_options[name.lower()] = command
@@ -357,8 +376,12 @@ class UciSession:
     ) -> None:
         board, go = search.board, search.go
         infinite = go.infinite or go.ponder
+        wdl_model = self._wdl_model() if self.show_wdl else None
 
         def on_info(info: chess.engine.InfoDict) -> None:
+            if wdl_model is not None and "score" in info and "wdl" not in info:
+                wdl = wdl_model.wdl(info["score"].relative, board)
+                info = {**info, "wdl": chess.engine.PovWdl(wdl, board.turn)}
             self.write(format_info(info))
             soft = search.soft_deadline
             if "depth" in info and soft is not None and time.monotonic() >= soft:
@@ -394,6 +417,14 @@ class UciSession:
         if ponder is not None:
             text += f" ponder {ponder.uci()}"
         self.write(text)
+
+    def _wdl_model(self) -> WdlModel | None:
+        """The engine's WDL model; None when it has none or it cannot be read (said once)."""
+        try:
+            return self.engine.wdl_model()
+        except Exception as error:  # a broken wdl.json must not stop the engine
+            self.info(f"no WDL: {type(error).__name__}: {error}")
+            return None
 
     def _ponderhit(self) -> None:
         search = self._search
