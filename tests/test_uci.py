@@ -120,6 +120,25 @@ def test_build_position_moves_and_repairs() -> None:
     assert board.castling_rights == 0 and "castling" in warnings[0]
 
 
+def test_a_position_that_continues_the_last_plays_only_the_new_moves() -> None:
+    """GUIs resend the game every move: the board of the last ``position`` is extended."""
+    first = Position(None, ("e2e4", "e7e5"))
+    board, _ = build_position(first)
+    longer = Position(None, ("e2e4", "e7e5", "g1f3", "b8c6"))
+    extended, warnings = build_position(longer, (first, board))
+    fresh, _ = build_position(longer)
+    assert extended == fresh and extended.move_stack == fresh.move_stack and warnings == []
+    assert len(board.move_stack) == 2  # the previous board is not changed
+    with pytest.raises(PositionError, match=r"illegal move 3 'e1e3'"):
+        build_position(Position(None, ("e2e4", "e7e5", "e1e3")), (first, board))
+    # Another FEN, or a move list that does not continue the last one: built from scratch.
+    other = Position(None, ("d2d4",))
+    assert build_position(other, (first, board))[0].move_stack == [chess.Move.from_uci("d2d4")]
+    fen = Position("4k3/8/8/8/8/8/8/4K3 w KQkq - 0 1", ("e1e2",))
+    rebuilt, warnings = build_position(fen, (first, board))
+    assert rebuilt.fen().startswith("4k3/8/8/8/8/8/4K3/8 b") and "castling" in warnings[0]
+
+
 # -- scripted transcripts -------------------------------------------------------------------------
 
 

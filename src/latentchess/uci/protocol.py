@@ -272,22 +272,38 @@ _REPAIRED = {
 }
 
 
-def build_position(command: Position) -> tuple[chess.Board, list[str]]:
+def build_position(
+    command: Position, previous: tuple[Position, chess.Board] | None = None
+) -> tuple[chess.Board, list[str]]:
     """The board a ``position`` command describes, and warnings about repaired details.
+
+    Args:
+        command: the ``position`` command.
+        previous: the last accepted command and its board. When ``command`` has the same FEN and
+            continues its move list (GUIs resend the whole game every move), only the new moves
+            are checked and played: replaying a long game costs more than a bullet increment.
 
     Raises:
         PositionError: bad FEN, a fatal board status (see the module docstring), or an illegal or
             malformed move in the move list.
     """
-    if command.fen is None:
+    played = 0
+    if (
+        previous is not None
+        and previous[0].fen == command.fen
+        and command.moves[: len(previous[0].moves)] == previous[0].moves
+    ):
+        board, warnings, played = previous[1].copy(), [], len(previous[0].moves)
+    elif command.fen is None:
         board = chess.Board()
+        warnings = []
     else:
         try:
             board = chess.Board(command.fen)
         except ValueError as error:
             raise PositionError(f"bad FEN {command.fen!r}: {error}") from None
-    warnings = _check_status(board, command.fen)
-    for number, uci in enumerate(command.moves, 1):
+        warnings = _check_status(board, command.fen)
+    for number, uci in enumerate(command.moves[played:], played + 1):
         try:
             move = chess.Move.from_uci(uci)
         except ValueError:

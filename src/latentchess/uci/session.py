@@ -114,6 +114,9 @@ class UciSession:
         self.engine: Engine = engine if engine is not None else factory(self.spec)
         self.board: chess.Board | None = None
         self.position_error: str | None = None
+        self._position_command: Position | None = None
+        """The ``position`` that made :attr:`board`: the next one that continues it only plays
+        the new moves."""
         """Why there is no position (a refused ``position``), for the ``go`` that follows."""
         self.debug = False
         self.engine_error: str | None = None
@@ -287,17 +290,22 @@ class UciSession:
             self.info(f"engine now {text} (options: {shown}; send 'uci' to list them)")
 
     def _position(self, command: Position) -> None:
+        previous = None
+        if self.board is not None and self._position_command is not None:
+            previous = (self._position_command, self.board)
         try:
-            board, warnings = build_position(command)
+            board, warnings = build_position(command, previous)
         except PositionError as error:
             # Never answer a later `go` with a move for the previous board: the GUI means
             # another position, so until a valid one arrives there is none.
             self.board, self.position_error = None, f"refused position: {error}"
+            self._position_command = None
             self.info(f"{self.position_error}; no position set")
             return
         for warning in warnings:
             self.info(f"repaired position: {warning}")
         self.board, self.position_error = board, None
+        self._position_command = command
 
     # -- searching ---------------------------------------------------------------------------
 
