@@ -56,6 +56,9 @@ def _native() -> Any:
 def native_position(board: chess.Board) -> Any:
     """The core's position for ``board``, with the game's history for repetition draws.
 
+    A Chess960 board (``board.chess960``) gives a Chess960 position: its castling moves, in and
+    out, are king-takes-rook (``e1h1``), as python-chess writes them on that board.
+
     Only the moves since the last capture or pawn move matter for repetitions (no position
     before an irreversible move can recur), so the core replays just those.
 
@@ -66,7 +69,7 @@ def native_position(board: chess.Board) -> Any:
     start = board.copy()
     for _ in range(replay):
         start.pop()
-    position = _native().Position(start.fen())
+    position = _native().Position(start.fen(shredder=board.chess960), board.chess960)
     for move in board.move_stack[len(board.move_stack) - replay :]:
         position.push_uci(move.uci())
     return position

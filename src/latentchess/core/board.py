@@ -74,6 +74,10 @@ class Board:
         fen: the position. Validated as :func:`latentchess.encoding.tokenize` validates, plus
             what a board needs to be playable: one king each, at most 16 pieces and 8 pawns a
             side, no more promoted pieces than missing pawns, no pawn on the first or last rank.
+        chess960: Chess960 rules, as ``chess.Board(fen, chess960=True)``: the castling field may
+            be X-FEN (``KQkq`` for the outermost rooks, a file letter otherwise) or Shredder-FEN
+            (``HAha``), the king castles from any square between its rooks, and castling moves
+            are king-takes-own-rook (``e1h1``), as python-chess writes them in this mode.
 
     Raises:
         InvalidFenError: ``fen`` is refused; the message quotes it and names the problem.
@@ -81,24 +85,22 @@ class Board:
 
     __slots__ = ("_position",)
 
-    def __init__(self, fen: str = chess.STARTING_FEN) -> None:
+    def __init__(self, fen: str = chess.STARTING_FEN, *, chess960: bool = False) -> None:
         if not isinstance(fen, str):
             raise TypeError(f"expected a FEN string, got {type(fen).__name__}")
-        self._position = _native.Position(fen)
+        self._position = _native.Position(fen, chess960)
 
     @classmethod
     def from_chess(cls, board: chess.Board) -> Board:
-        """The same position and history as ``board`` (its root FEN, then its move stack).
-
-        Raises:
-            ValueError: ``board`` is a Chess960 board (not supported).
-        """
-        if board.chess960:
-            raise ValueError("Chess960 boards are not supported by the native core")
+        """The same position and history as ``board`` (its root FEN, then its move stack), in
+        the same mode (standard or Chess960)."""
         # en_passant="fen": the square as stored, so that the Polyglot key keeps its file even
-        # when the capture is illegal (as chess.polyglot.zobrist_hash does).
+        # when the capture is illegal (as chess.polyglot.zobrist_hash does). Shredder-FEN in
+        # Chess960 names every castling rook by its file, whatever other rooks stand beside it.
         root = board.root() if board.move_stack else board
-        native = cls(root.fen(en_passant="fen"))
+        native = cls(
+            root.fen(en_passant="fen", shredder=board.chess960), chess960=board.chess960
+        )
         for move in board.move_stack:
             native.push(move)
         return native
@@ -111,9 +113,15 @@ class Board:
 
     # -- position ----------------------------------------------------------------------------
 
-    def fen(self) -> str:
-        """The FEN, as ``chess.Board.fen()`` writes it (en passant only when legal)."""
-        return self._position.fen()
+    def fen(self, *, shredder: bool = False) -> str:
+        """The FEN, as ``chess.Board.fen()`` writes it (en passant only when legal; castling as
+        X-FEN, or Shredder-FEN file letters with ``shredder``)."""
+        return self._position.fen(shredder)
+
+    @property
+    def chess960(self) -> bool:
+        """Whether this board plays by Chess960 rules (castling moves are king-takes-rook)."""
+        return bool(self._position.chess960())
 
     @property
     def turn(self) -> chess.Color:
@@ -302,4 +310,5 @@ class Board:
         )
 
     def __repr__(self) -> str:
-        return f"latentchess.core.Board({self.fen()!r})"
+        mode = ", chess960=True" if self.chess960 else ""
+        return f"latentchess.core.Board({self.fen()!r}{mode})"

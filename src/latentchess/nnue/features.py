@@ -190,11 +190,15 @@ def _destinations(board: chess.Board, color: chess.Color) -> dict[int, int]:
     for move in probe.generate_legal_moves():
         piece_type = probe.piece_type_at(move.from_square)
         assert piece_type is not None
+        to_square = move.to_square
         if piece_type == chess.PAWN:
             distance = abs(move.to_square - move.from_square)
             if distance == 16:  # double push: not counted
                 continue
-        out[piece_type] |= chess.BB_SQUARES[move.to_square]
+        elif piece_type == chess.KING and probe.is_castling(move):  # Chess960: king takes rook
+            file = 6 if probe.is_kingside_castling(move) else 2
+            to_square = chess.square(file, chess.square_rank(move.from_square))
+        out[piece_type] |= chess.BB_SQUARES[to_square]
     return out
 
 

@@ -45,10 +45,12 @@ py::array_t<T> to_array(const std::vector<T>& values) {
 
 void bind_board(py::module_& m) {
     py::class_<Position>(m, "Position", "A chess position with an undo stack (see position.h).")
-        .def(py::init([](const std::string& fen) { return Position::from_fen(fen); }),
-             py::arg("fen"))
+        .def(py::init([](const std::string& fen, bool chess960) { return Position::from_fen(fen, chess960); }),
+             py::arg("fen"), py::arg("chess960") = false)
         .def("copy", [](const Position& p) { return Position(p); })
-        .def("fen", &Position::fen)
+        .def("fen", &Position::fen, py::arg("shredder") = false)
+        .def("chess960", &Position::chess960)
+        .def("castling_rook_square", [](const Position& p, int index) { return p.castling_rook_square(index & 3); })
         .def("side_to_move", [](const Position& p) { return static_cast<int>(p.side_to_move()); })
         .def("pieces",
              [](const Position& p, int color, int type) {

@@ -121,6 +121,15 @@ void HandCraftedEvaluator::on_do_move(const Position& before, Move move) {
   const Square from = move.from(), to = move.to();
   const Color us = before.side_to_move(), them = us == White ? Black : White;
   const PieceType moved = before.piece_type_on(from);
+  if (moved == King && before.is_castling(move)) {  // both modes; Chess960 squares may overlap
+    const CastlingSquares castle = before.castling_squares(move);
+    next.score -= piece_square(us, King, from);
+    next.score += piece_square(us, King, castle.king_to);
+    next.score -= piece_square(us, Rook, castle.rook_from);
+    next.score += piece_square(us, Rook, castle.rook_to);
+    stack_.push_back(next);
+    return;
+  }
   next.score -= piece_square(us, moved, from);
   const PieceType promotion = move.promotion();
   if (promotion != NoPieceType) {
@@ -135,12 +144,6 @@ void HandCraftedEvaluator::on_do_move(const Position& before, Move move) {
     next.phase -= kPhaseWeight[captured];
   } else if (moved == Pawn && to == before.en_passant_square()) {
     next.score -= piece_square(them, Pawn, us == White ? to - 8 : to + 8);
-  } else if (moved == King && std::abs(to - from) == 2) {
-    const bool king_side = to > from;
-    const Square rook_from = king_side ? from + 3 : from - 4;
-    const Square rook_to = king_side ? from + 1 : from - 1;
-    next.score -= piece_square(us, Rook, rook_from);
-    next.score += piece_square(us, Rook, rook_to);
   }
   stack_.push_back(next);
 }

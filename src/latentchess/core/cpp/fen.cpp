@@ -100,7 +100,7 @@ std::string python_repr(std::string_view text) {
     return out;
 }
 
-FenFields split_fen(std::string_view fen) {
+FenFields split_fen(std::string_view fen, bool chess960_castling) {
     std::string_view fields[6];
     std::size_t count = 0;
     std::size_t i = 0;
@@ -120,7 +120,17 @@ FenFields split_fen(std::string_view fen) {
     if (result.side != "w" && result.side != "b")
         throw FenError(std::string(fen),
                        "side to move must be 'w' or 'b', got " + python_repr(result.side));
-    if (result.castling != "-") {
+    if (chess960_castling && result.castling != "-") {
+        // python-chess's CASTLING_REGEX: ^(?:-|[KQABCDEFGH]{0,2}[kqabcdefgh]{0,2})$
+        const std::string_view white = "KQABCDEFGH", black = "kqabcdefgh";
+        std::size_t i = 0, whites = 0, blacks = 0;
+        const std::string_view field = result.castling;
+        while (i < field.size() && white.find(field[i]) != std::string_view::npos) ++i, ++whites;
+        while (i < field.size() && black.find(field[i]) != std::string_view::npos) ++i, ++blacks;
+        if (i != field.size() || whites > 2 || blacks > 2)
+            throw FenError(std::string(fen), "castling field " + python_repr(result.castling) +
+                                                 " is not '-', X-FEN or Shredder-FEN castling");
+    } else if (result.castling != "-") {
         bool ok = result.castling.size() <= 4;
         std::size_t last = 0;
         for (const char c : result.castling) {

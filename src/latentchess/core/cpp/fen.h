@@ -17,7 +17,9 @@ struct FenFields {
     long long fullmove_value = 1;
 };
 
-FenFields split_fen(std::string_view fen);
+// `chess960_castling`: the castling field may also name rooks by file (X-FEN, Shredder-FEN):
+// up to two of KQA-H then up to two of kqa-h, as python-chess accepts.
+FenFields split_fen(std::string_view fen, bool chess960_castling = false);
 
 // Python's repr() of a short ASCII string (for error messages that match the Python ones).
 std::string python_repr(std::string_view text);

@@ -30,7 +30,7 @@ int python_chess_key(const Position& position, Move move, bool in_check) {
     const PieceType type = position.piece_type_on(from);
     int category;
     if (type == King && in_check) category = 0;
-    else if (type == King && (to - from == 2 || from - to == 2)) category = 2;
+    else if (type == King && position.is_castling(move)) category = 2;
     else if (type != Pawn) category = 1;
     else if (is_en_passant(position, move)) category = 6;
     else if (file_of(from) != file_of(to)) category = 3;

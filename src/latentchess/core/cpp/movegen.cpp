@@ -64,19 +64,12 @@ void generate_pawn_moves(const Position& position, MoveList& moves, Bitboard tar
 template <Kind kind>
 void generate_castling(const Position& position, MoveList& moves) {
     const Color us = position.side_to_move();
-    const int rights = position.castling_rights() >> (us == White ? 0 : 2);
+    const int base = us == White ? 0 : 2;
+    const int rights = position.castling_rights() >> base;
     if (!(rights & 3)) return;
-    const Square king = us == White ? 4 : 60;
-    const Bitboard occupied = position.occupied();
-    if ((rights & 1) && !(occupied & (square_bb(king + 1) | square_bb(king + 2))) &&
-        !position.is_attacked_by(~us, king + 1, occupied) &&
-        !position.is_attacked_by(~us, king + 2, occupied))
-        moves.push(Move(king, king + 2));
-    if ((rights & 2) &&
-        !(occupied & (square_bb(king - 1) | square_bb(king - 2) | square_bb(king - 3))) &&
-        !position.is_attacked_by(~us, king - 1, occupied) &&
-        !position.is_attacked_by(~us, king - 2, occupied))
-        moves.push(Move(king, king - 2));
+    for (int side = 0; side < 2; ++side)  // kingside first, then queenside
+        if ((rights & (1 << side)) && position.can_castle(us, base + side))
+            moves.push(position.castling_move(base + side));
 }
 
 template <Kind kind>

@@ -230,19 +230,21 @@ void NnueEvaluator::on_do_move(const Position& before, Move move) {
         const Square from = move.from(), to = move.to();
         const PieceType moved = before.piece_type_on(from);
         const PieceType placed = move.promotion() != NoPieceType ? move.promotion() : moved;
-        if (before.piece_type_on(to) != NoPieceType && before.color_on(to) != us) {
+        if (moved == King && before.is_castling(move)) {  // king and rook (squares may overlap)
+            const CastlingSquares castle = before.castling_squares(move);
+            apply_piece(us, King, castle.king_from, -1, changes);
+            apply_piece(us, King, castle.king_to, +1, changes);
+            apply_piece(us, Rook, castle.rook_from, -1, changes);
+            apply_piece(us, Rook, castle.rook_to, +1, changes);
+        } else if (before.piece_type_on(to) != NoPieceType && before.color_on(to) != us) {
             apply_piece(~us, before.piece_type_on(to), to, -1, changes);
         } else if (moved == Pawn && file_of(from) != file_of(to) &&
                    before.piece_type_on(to) == NoPieceType) {
             apply_piece(~us, Pawn, us == White ? to - 8 : to + 8, -1, changes);  // en passant
         }
-        apply_piece(us, moved, from, -1, changes);
-        apply_piece(us, placed, to, +1, changes);
-        if (moved == King && (to - from == 2 || from - to == 2)) {  // castling: the rook too
-            const int rank = rank_of(from);
-            const bool kingside = file_of(to) == 6;
-            apply_piece(us, Rook, make_square(kingside ? 7 : 0, rank), -1, changes);
-            apply_piece(us, Rook, make_square(kingside ? 5 : 3, rank), +1, changes);
+        if (!(moved == King && before.is_castling(move))) {
+            apply_piece(us, moved, from, -1, changes);
+            apply_piece(us, placed, to, +1, changes);
         }
     }
     // The child from the parent in one pass per perspective for the usual move (one column in,

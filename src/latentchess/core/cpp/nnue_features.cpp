@@ -120,18 +120,12 @@ std::array<Bitboard, 7> mobility_destinations(const Position& position, Color co
         if (!position.is_attacked_by(~color, to, occupied ^ square_bb(king)))
             out[King] |= square_bb(to);
     }
-    const int rights = position.castling_rights() >> (color == White ? 0 : 2);
-    const Square home = color == White ? 4 : 60;
-    if (!checkers && (rights & 3) && king == home) {
-        if ((rights & 1) && !(occupied & (square_bb(home + 1) | square_bb(home + 2))) &&
-            !position.is_attacked_by(~color, home + 1, occupied) &&
-            !position.is_attacked_by(~color, home + 2, occupied))
-            out[King] |= square_bb(home + 2);
-        if ((rights & 2) &&
-            !(occupied & (square_bb(home - 1) | square_bb(home - 2) | square_bb(home - 3))) &&
-            !position.is_attacked_by(~color, home - 1, occupied) &&
-            !position.is_attacked_by(~color, home - 2, occupied))
-            out[King] |= square_bb(home - 2);
+    // Castling: the king's target square (g or c file), in standard chess and Chess960 alike.
+    const int base = color == White ? 0 : 2;
+    if (!checkers && (position.castling_rights() >> base & 3)) {
+        for (int side = 0; side < 2; ++side)
+            if (position.can_castle(color, base + side))
+                out[King] |= square_bb(make_square(side == 0 ? 6 : 2, rank_of(king)));
     }
     if (more_than_one(checkers)) return out;  // double check: only the king moves
 

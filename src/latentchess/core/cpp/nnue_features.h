@@ -7,7 +7,7 @@
 //  * Every block of the reference is here: ALL, H, V, D1, D2, PH, PV and the mobility blocks MB
 //    and MC. Mobility is a colour's legal destinations as if it were to move (its own king left
 //    safe; a pawn's single push and captures, en passant only for the side to move; castling as
-//    the king's two-square move), computed from bitboards without making moves.
+//    the king's move to its target square, g or c file, in Chess960 too), computed from bitboards without making moves.
 //  * active_features returns each active feature once, sorted ascending.
 #pragma once
 

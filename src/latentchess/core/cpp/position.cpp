@@ -13,29 +13,16 @@ namespace {
 
 constexpr std::string_view PieceLetters = " PNBRQK  pnbrqk";
 
-// Castling rights that survive a move touching `square` (from or to).
-constexpr std::array<int, 64> make_castling_masks() {
-    std::array<int, 64> masks{};
-    for (int square = 0; square < 64; ++square) masks[square] = AllCastling;
-    masks[4] = AllCastling & ~(WhiteKingside | WhiteQueenside);    // e1
-    masks[7] = AllCastling & ~WhiteKingside;                       // h1
-    masks[0] = AllCastling & ~WhiteQueenside;                      // a1
-    masks[60] = AllCastling & ~(BlackKingside | BlackQueenside);   // e8
-    masks[63] = AllCastling & ~BlackKingside;                      // h8
-    masks[56] = AllCastling & ~BlackQueenside;                     // a8
-    return masks;
-}
-constexpr std::array<int, 64> CastlingMasks = make_castling_masks();
-
 }  // namespace
 
 Position Position::start() {
     return from_fen("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1");
 }
 
-Position Position::from_fen(std::string_view fen) {
-    const FenFields fields = split_fen(fen);
+Position Position::from_fen(std::string_view fen, bool chess960) {
+    const FenFields fields = split_fen(fen, chess960);
     Position position;
+    position.chess960_ = chess960;
     position.states_.reserve(256);
     position.states_.emplace_back();
     int rank = 7, file = 0;
@@ -72,23 +59,10 @@ Position Position::from_fen(std::string_view fen) {
 
     position.side_ = fields.side == "w" ? White : Black;
     StateInfo& state = position.mutable_state();
+    position.set_castling(fields.castling);
     int rights = 0;
-    for (const char c : fields.castling) {
-        if (c == 'K') rights |= WhiteKingside;
-        if (c == 'Q') rights |= WhiteQueenside;
-        if (c == 'k') rights |= BlackKingside;
-        if (c == 'q') rights |= BlackQueenside;
-    }
-    // Clean the rights as python-chess does: king on e1/e8, rook on its corner.
-    const auto has = [&](Color color, PieceType type, Square square) {
-        return (position.pieces(color, type) & square_bb(square)) != 0;
-    };
-    if (!has(White, King, 4)) rights &= ~(WhiteKingside | WhiteQueenside);
-    if (!has(Black, King, 60)) rights &= ~(BlackKingside | BlackQueenside);
-    if (!has(White, Rook, 7)) rights &= ~WhiteKingside;
-    if (!has(White, Rook, 0)) rights &= ~WhiteQueenside;
-    if (!has(Black, Rook, 63)) rights &= ~BlackKingside;
-    if (!has(Black, Rook, 56)) rights &= ~BlackQueenside;
+    for (int index = 0; index < 4; ++index)
+        if (position.castling_rook_[index] != NoSquare) rights |= 1 << index;
     state.castling = rights;
     state.halfmove_clock = static_cast<int>(fields.halfmove_value);
     state.plies_from_null = NoNullMove;
@@ -107,6 +81,77 @@ Position Position::from_fen(std::string_view fen) {
         if (consistent) position.set_en_passant_after_double_push(state, square);
     }
     return position;
+}
+
+// The castling rights of the FEN field `field`, resolved to rook squares and cleaned as
+// python-chess does (set_castling_fen, then clean_castling_rights in the board's mode), and the
+// tables that castling moves and their rights use.
+void Position::set_castling(std::string_view field) {
+    Bitboard rooks_named = 0;  // python-chess's castling_rights bitboard
+    for (const char c : field) {
+        if (c == '-') continue;
+        const Color color = (c >= 'A' && c <= 'Z') ? White : Black;
+        const char letter = static_cast<char>(color == White ? c - 'A' + 'a' : c);
+        const int rank = color == White ? 0 : 7;
+        const Bitboard backrank = rank_bb(rank);
+        const Bitboard rooks = pieces(color, Rook) & backrank;
+        const Square king = king_square(color);
+        if (letter == 'q') {  // the leftmost rook, when left of the king
+            if (rooks) rooks_named |= square_bb(lsb(rooks) < king ? lsb(rooks) : make_square(0, rank));
+        } else if (letter == 'k') {  // the rightmost rook, when right of the king
+            rooks_named |= (rooks && msb(rooks) > king) ? square_bb(msb(rooks)) : square_bb(make_square(7, rank));
+        } else {
+            rooks_named |= square_bb(make_square(letter - 'a', rank));
+        }
+    }
+    for (int index = 0; index < 4; ++index) castling_rook_[index] = NoSquare;
+    for (const Color color : {White, Black}) {
+        const int rank = color == White ? 0 : 7;
+        const Square king = king_square(color);
+        Bitboard candidates = rooks_named & pieces(color, Rook) & rank_bb(rank);
+        if (rank_of(king) != rank) candidates = 0;
+        if (!chess960_) {  // rooks in the corners, the king on e1/e8
+            candidates &= square_bb(make_square(0, rank)) | square_bb(make_square(7, rank));
+            if (file_of(king) != 4) candidates = 0;
+        }
+        if (!candidates) continue;
+        const Square a_side = lsb(candidates), h_side = msb(candidates);
+        const int base = color == White ? 0 : 2;
+        if (h_side > king) castling_rook_[base] = h_side;
+        if (a_side < king) castling_rook_[base + 1] = a_side;
+    }
+    castling_masks_.fill(AllCastling);
+    for (int index = 0; index < 4; ++index) {
+        const Square rook = castling_rook_[index];
+        if (rook == NoSquare) continue;
+        const Color color = index < 2 ? White : Black;
+        const Square king = king_square(color);
+        const int rank = rank_of(king);
+        const bool kingside = index % 2 == 0;
+        const Square king_to = make_square(kingside ? 6 : 2, rank);
+        const Square rook_to = make_square(kingside ? 5 : 3, rank);
+        const Bitboard both = square_bb(king) | square_bb(rook);
+        castling_empty_[index] = (between_bb(king, king_to) | square_bb(king_to) |
+                                  between_bb(rook, rook_to) | square_bb(rook_to)) & ~both;
+        castling_king_path_[index] = between_bb(king, king_to);
+        castling_masks_[rook] &= static_cast<std::uint8_t>(~(1 << index));
+        castling_masks_[king] &= static_cast<std::uint8_t>(~(3 << (index & 2)));
+    }
+}
+
+bool Position::can_castle(Color color, int index) const {
+    if (!(state().castling & (1 << index))) return false;
+    const Square king = king_square(color), rook = castling_rook_[index];
+    const Bitboard occupancy = occupied();
+    if (occupancy & castling_empty_[index]) return false;
+    const Bitboard without_king = occupancy ^ square_bb(king);
+    for (Bitboard path = castling_king_path_[index]; path;)
+        if (is_attacked_by(~color, pop_lsb(path), without_king)) return false;
+    const int rank = rank_of(king);
+    const bool kingside = index % 2 == 0;
+    const Square king_to = make_square(kingside ? 6 : 2, rank);
+    const Square rook_to = make_square(kingside ? 5 : 3, rank);
+    return !is_attacked_by(~color, king_to, (without_king ^ square_bb(rook)) | square_bb(rook_to));
 }
 
 void Position::compute_state_from_scratch() {
@@ -155,7 +200,7 @@ bool Position::en_passant_is_legal(Square from, Square to) const {
              (attacks_from_king(king) & them & pieces(King)));
 }
 
-std::string Position::fen() const {
+std::string Position::fen(bool shredder) const {
     std::string text;
     for (int rank = 7; rank >= 0; --rank) {
         int empty = 0;
@@ -175,8 +220,19 @@ std::string Position::fen() const {
     text += side_ == White ? " w " : " b ";
     const int rights = castling_rights();
     if (!rights) text += '-';
-    for (int i = 0; i < 4; ++i)
-        if (rights & (1 << i)) text += "KQkq"[i];
+    for (int i = 0; i < 4; ++i) {
+        if (!(rights & (1 << i))) continue;
+        // X-FEN names the outermost rook of a side by K or Q, any other by its file (as
+        // python-chess's castling_xfen); Shredder-FEN always by its file.
+        const Color color = i < 2 ? White : Black;
+        const Square rook = castling_rook_[i];
+        const bool a_side = i % 2 == 1;
+        const Bitboard others = pieces(color, Rook) & rank_bb(rank_of(rook)) & ~square_bb(rook);
+        const Bitboard outside = a_side ? others & (square_bb(rook) - 1) : others & ~(square_bb(rook) - 1);
+        char letter = static_cast<char>('a' + file_of(rook));
+        if (!shredder && !outside) letter = a_side ? 'q' : 'k';
+        text += color == White ? static_cast<char>(letter - 'a' + 'A') : letter;
+    }
     text += ' ';
     const Square ep = en_passant_square();
     if (ep == NoSquare) {
@@ -255,7 +311,15 @@ bool Position::is_pseudo_legal(Move move) const {
     const PieceType promotion = move.promotion();
     const Color us = side_;
     if (move.bits() >> 15) return false;  // bit 15 is not part of any move
-    if (from == to || !(pieces(us) & square_bb(from)) || (pieces(us) & square_bb(to))) return false;
+    if (from == to || !(pieces(us) & square_bb(from))) return false;
+    if (pieces(us) & square_bb(to)) {  // only Chess960 castling: king takes own rook
+        if (!chess960_ || promotion != NoPieceType || piece_type_on(from) != King ||
+            piece_type_on(to) != Rook)
+            return false;
+        MoveList castles;
+        generate_legal_quiets(*this, castles);
+        return castles.contains(move);
+    }
     if (promotion == Pawn || promotion == King || promotion > King) return false;
     const PieceType type = piece_type_on(from);
     const Bitboard occupancy = occupied();
@@ -295,7 +359,7 @@ bool Position::is_legal(Move move) const {
     const Square from = move.from(), to = move.to();
     const PieceType type = piece_type_on(from);
     if (type == King) {
-        if (to == from + 2 || to == from - 2) return true;  // castling: checked by pseudo-legal
+        if (is_castling(move)) return true;  // checked in full by is_pseudo_legal
         return !is_attacked_by(~us, to, occupied() ^ square_bb(from));
     }
     if (type == Pawn && to == en_passant_square() && file_of(from) != file_of(to))
@@ -327,11 +391,20 @@ void Position::do_move(Move move) {
     const Square previous_en_passant = previous.en_passant;
     Square skipped = NoSquare;
 
-    if (type == King && (to == from + 2 || to == from - 2)) {
-        const Square rook_from = to > from ? from + 3 : from - 4;
-        const Square rook_to = to > from ? from + 1 : from - 1;
-        move_piece(rook_from, rook_to);
-        key ^= zobrist::piece(us, Rook, rook_from) ^ zobrist::piece(us, Rook, rook_to);
+    Square landing = to;  // where the moving piece lands (a Chess960 castling king: not `to`)
+    if (type == King && is_castling(move)) {
+        const CastlingSquares castle = castling_squares(move);
+        next.castled = true;
+        landing = castle.king_to;
+        if (chess960_) {  // king and rook may land on each other's squares: lift both first
+            remove_piece(from);
+            remove_piece(castle.rook_from);
+            put_piece(us, King, castle.king_to);
+            put_piece(us, Rook, castle.rook_to);
+        } else {
+            move_piece(castle.rook_from, castle.rook_to);
+        }
+        key ^= zobrist::piece(us, Rook, castle.rook_from) ^ zobrist::piece(us, Rook, castle.rook_to);
     } else if (type == Pawn && to == previous_en_passant && file_of(from) != file_of(to)) {
         const Square captured = to + (us == White ? -8 : 8);
         remove_piece(captured);
@@ -342,8 +415,8 @@ void Position::do_move(Move move) {
         key ^= zobrist::piece(them, next.captured, to);
         remove_piece(to);
     }
-    move_piece(from, to);
-    key ^= zobrist::piece(us, type, from) ^ zobrist::piece(us, type, to);
+    if (!(next.castled && chess960_)) move_piece(from, to);
+    key ^= zobrist::piece(us, type, from) ^ zobrist::piece(us, type, landing);
     if (type == Pawn) {
         next.halfmove_clock = 0;
         if (move.promotion() != NoPieceType) {
@@ -355,7 +428,7 @@ void Position::do_move(Move move) {
         }
     }
     if (next.captured != NoPieceType) next.halfmove_clock = 0;
-    next.castling &= CastlingMasks[from] & CastlingMasks[to];
+    next.castling &= castling_masks_[from] & castling_masks_[to];
     key ^= zobrist::castling(previous.castling ^ next.castling);
     next.key = key;
     next.repetition_key = key;
@@ -372,17 +445,28 @@ void Position::undo_move() {
     const Move move = current.move;
     const Color them = side_, us = ~side_;
     const Square from = move.from(), to = move.to();
+    if (current.castled) {
+        const CastlingSquares castle = castling_squares(move);
+        if (chess960_) {
+            remove_piece(castle.king_to);
+            remove_piece(castle.rook_to);
+            put_piece(us, King, castle.king_from);
+            put_piece(us, Rook, castle.rook_from);
+        } else {
+            move_piece(to, from);
+            move_piece(castle.rook_to, castle.rook_from);
+        }
+        side_ = us;
+        states_.pop_back();
+        return;
+    }
     if (move.promotion() != NoPieceType) {
         remove_piece(to);
         put_piece(us, Pawn, to);
     }
     const PieceType type = piece_type_on(to);
     move_piece(to, from);
-    if (type == King && (to == from + 2 || to == from - 2)) {
-        const Square rook_from = to > from ? from + 3 : from - 4;
-        const Square rook_to = to > from ? from + 1 : from - 1;
-        move_piece(rook_to, rook_from);
-    } else if (current.captured != NoPieceType) {
+    if (current.captured != NoPieceType) {
         const StateInfo& previous = states_[states_.size() - 2];
         const bool en_passant = type == Pawn && to == previous.en_passant;
         const Square square = en_passant ? to + (us == White ? -8 : 8) : to;

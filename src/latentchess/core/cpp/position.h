@@ -4,8 +4,16 @@
 // Invariants:
 //  * by_type_[t] & by_color_[c] are the pieces of colour c and type t; board_ agrees with them;
 //    each side has exactly one king (from_fen refuses anything else).
-//  * Castling rights are always "clean" (as python-chess's clean_castling_rights): a right is
-//    kept only while the king stands on e1/e8 and the rook on its corner.
+//  * Castling rights are always "clean" (as python-chess's clean_castling_rights): in standard
+//    chess a right is kept only while the king stands on e1/e8 and the rook on its corner; in
+//    Chess960 (chess960()) while the king stands on its back rank and the right's rook on its
+//    start square (castling_rook_square), the kingside (K) rook to the king's right, the
+//    queenside (Q) one to its left. The rook squares come from the FEN's castling field.
+//  * A castling move is encoded as python-chess encodes it on a board of the same mode: the
+//    king's two-square move (e1g1) in standard chess, king takes own rook (e1h1, b1a1) in
+//    Chess960, where the king may already stand on its target square (g1 or c1) and the rook on
+//    the king's target. is_castling(m) tells which moves castle; castling_squares(m) gives the
+//    king's and the rook's from and to squares in both modes.
 //  * state().en_passant is set only when an en-passant capture is legal (so fen() and the tokens
 //    show it exactly as python-chess's board.fen() does), while state().key follows Polyglot: it
 //    includes the en-passant file whenever a pawn of the side to move stands next to the
@@ -58,13 +66,26 @@ struct StateInfo {
     int plies_from_null = NoNullMove;  // plies since the last null move on the stack
     Move move;                         // the move that led here (none at the root / null move)
     PieceType captured = NoPieceType;  // what that move captured
+    bool castled = false;              // that move castled
+};
+
+// The squares a castling move touches.
+struct CastlingSquares {
+    Square king_from, king_to, rook_from, rook_to;
 };
 
 class Position {
   public:
-    static Position from_fen(std::string_view fen);
+    // `chess960`: the castling field may be X-FEN (KQkq naming the outermost rook, a file letter
+    // when another rook stands further out) or Shredder-FEN (HAha), as python-chess reads it with
+    // chess960=True, and castling moves are king-takes-rook. Otherwise KQkq only, rooks on the
+    // corners and the king on e1/e8 (the tokenizer's rules).
+    static Position from_fen(std::string_view fen, bool chess960 = false);
     static Position start();
-    std::string fen() const;
+    // X-FEN (as python-chess's board.fen(): KQkq unless a file letter is needed), or with
+    // `shredder` the rooks' file letters (board.fen(shredder=True)).
+    std::string fen(bool shredder = false) const;
+    bool chess960() const { return chess960_; }
 
     Color side_to_move() const { return side_; }
     Bitboard pieces(Color color, PieceType type) const { return by_type_[type] & by_color_[color]; }
@@ -76,6 +97,37 @@ class Position {
     Piece piece_on(Square square) const { return {color_on(square), piece_type_on(square)}; }
     Square king_square(Color color) const { return lsb(pieces(color, King)); }
     int castling_rights() const { return state().castling; }
+    // The start square of the rook of castling right `index` (0 K, 1 Q, 2 k, 3 q), NoSquare when
+    // the position never had that right.
+    Square castling_rook_square(int index) const { return castling_rook_[index]; }
+    // Whether the king of `color` may castle with right `index` (0 K, 1 Q, 2 k, 3 q) now, as if
+    // `color` were to move: the right held, the squares between king and target and rook and
+    // target empty but for king and rook, no square the king crosses or lands on attacked (the
+    // target judged with the rook moved, as python-chess). Requires: that king not in check.
+    bool can_castle(Color color, int index) const;
+    // Whether `move` (of the side to move, before it is made) castles.
+    bool is_castling(Move move) const {
+        if (piece_type_on(move.from()) != King) return false;
+        const Square from = move.from(), to = move.to();
+        if (chess960_) return (pieces(side_, Rook) & square_bb(to)) != 0;
+        return to - from == 2 || from - to == 2;
+    }
+    // The squares of a castling move (is_castling(move), before or after it is made).
+    CastlingSquares castling_squares(Move move) const {
+        const Square from = move.from(), to = move.to();
+        const Square rook_from = chess960_ ? to : (to > from ? from + 3 : from - 4);
+        const bool kingside = rook_from > from;
+        const int rank = rank_of(from);
+        return {from, make_square(kingside ? 6 : 2, rank), rook_from,
+                make_square(kingside ? 5 : 3, rank)};
+    }
+    // The castling move of right `index` in this position's encoding.
+    Move castling_move(int index) const {
+        const Color color = index < 2 ? White : Black;
+        const Square king = king_square(color);
+        if (chess960_) return Move(king, castling_rook_[index]);
+        return Move(king, make_square(index % 2 == 0 ? 6 : 2, rank_of(king)));
+    }
     Square en_passant_square() const { return state().en_passant; }
     int halfmove_clock() const { return state().halfmove_clock; }
     int fullmove_number() const { return state().fullmove_number; }
@@ -124,6 +176,7 @@ class Position {
     StateInfo& mutable_state() { return states_.back(); }
     void set_en_passant_after_double_push(StateInfo& next, Square skipped);
     void compute_state_from_scratch();
+    void set_castling(std::string_view field);
 
     Bitboard by_type_[7] = {};
     Bitboard by_color_[2] = {};
@@ -131,6 +184,11 @@ class Position {
     Color side_ = White;
     std::vector<StateInfo> states_;
     std::vector<std::uint64_t> history_keys_;
+    bool chess960_ = false;
+    Square castling_rook_[4] = {NoSquare, NoSquare, NoSquare, NoSquare};
+    Bitboard castling_empty_[4] = {};      // must be empty (king and rook themselves excepted)
+    Bitboard castling_king_path_[4] = {};  // strictly between the king and its target
+    std::array<std::uint8_t, 64> castling_masks_ = {};  // rights kept after a move touches a square
 };
 
 }  // namespace latentchess::core

@@ -45,7 +45,7 @@ bool may_give_check(const Position& position, Move move) {
   const Square from = move.from(), to = move.to();
   const PieceType moved = position.piece_type_on(from);
   if (move.promotion() != NoPieceType) return true;
-  if (moved == King && (to - from == 2 || from - to == 2)) return true;
+  if (moved == King && position.is_castling(move)) return true;
   if (moved == Pawn && to == position.en_passant_square()) return true;
   const Color us = position.side_to_move();
   const Color them = us == White ? Black : White;

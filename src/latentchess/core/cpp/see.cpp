@@ -14,7 +14,7 @@ bool see_at_least(const Position& position, Move move, int threshold) {
   const Square from = move.from(), to = move.to();
   const Color us = position.side_to_move();
   const PieceType moved = position.piece_type_on(from);
-  if (moved == King && (to - from == 2 || from - to == 2)) return threshold <= 0;
+  if (moved == King && position.is_castling(move)) return threshold <= 0;
 
   Bitboard occupied = position.occupied();
   PieceType victim = position.piece_type_on(to);
