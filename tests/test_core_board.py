@@ -94,11 +94,16 @@ def test_zobrist_header_equals_python_chess_keys() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "fen", "depth", "nodes"),
-    [(case.name, case.fen, depth, nodes) for case, depth, nodes in cases_up_to(1_500_000)],
+    ("name", "fen", "chess960", "depth", "nodes"),
+    [
+        (case.name, case.fen, case.chess960, depth, nodes)
+        for case, depth, nodes in cases_up_to(1_500_000)
+    ],
 )
-def test_perft_equals_published_counts(name: str, fen: str, depth: int, nodes: int) -> None:
-    assert Board(fen).perft(depth) == nodes, name
+def test_perft_equals_published_counts(
+    name: str, fen: str, chess960: bool, depth: int, nodes: int
+) -> None:
+    assert Board(fen, chess960=chess960).perft(depth) == nodes, name
 
 
 def test_perft_divide_equals_python_chess() -> None:

@@ -1,6 +1,6 @@
 """Subcommand of the native core (see latentchess.cli): ``perft``.
 
-``latentchess perft --depth N [--fen FEN] [--moves ...]`` prints the leaf count per legal move,
+``latentchess perft --depth N [--fen FEN] [--moves ...] [--chess960]`` prints the leaf count per legal move,
 a blank line and ``Nodes searched: N``, as Stockfish's ``go perft N``; ``--suite`` checks the
 standard perft suite against its published counts (exit status 1 on any mismatch).
 """
@@ -33,6 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     perft.add_argument("--moves", nargs="*", default=[], metavar="UCI", help="moves played first")
     perft.add_argument("--depth", type=non_negative_int, default=5, help="plies (default 5)")
     perft.add_argument(
+        "--chess960",
+        action="store_true",
+        help="Chess960 rules: X-FEN or Shredder-FEN castling, castling moves as king takes rook",
+    )
+    perft.add_argument(
         "--suite",
         action="store_true",
         help="run the standard suite (every published count up to --max-nodes) instead",
@@ -52,7 +57,7 @@ def _perft(args: argparse.Namespace) -> int:
 
     if args.suite:
         return _suite(args.max_nodes)
-    board = Board(args.fen)
+    board = Board(args.fen, chess960=args.chess960)
     for uci in args.moves:
         board.push_uci(uci)
     began = time.perf_counter()

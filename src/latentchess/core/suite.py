@@ -2,7 +2,9 @@
 
 Positions 1-6 are the chessprogramming wiki's "Perft Results" (start position, "Kiwipete",
 positions 3-6, position 4 also mirrored); the rest are Martin Sedlak's special cases posted on
-TalkChess (illegal en passant, checks by castling or en passant, promotions, under-promotions).
+TalkChess (illegal en passant, checks by castling or en passant, promotions, under-promotions);
+the ``chess960-N`` positions are the first six of the chessprogramming wiki's "Chess960 Perft
+Results" (Shredder-FEN castling, played with Chess960 rules), to depth 5.
 Published depth -> node count; perft is bulk counted at depth 1.
 """
 
@@ -17,11 +19,13 @@ __all__ = ["PerftCase", "PerftOutcome", "PERFT_SUITE", "cases_up_to", "run_suite
 
 @dataclass(frozen=True, kw_only=True)
 class PerftCase:
-    """One suite position: its name, FEN and published ``{depth: nodes}``."""
+    """One suite position: its name, FEN, published ``{depth: nodes}`` and whether it is played
+    with Chess960 rules."""
 
     name: str
     fen: str
     nodes: dict[int, int]
+    chess960: bool = False
 
 
 PERFT_SUITE: tuple[PerftCase, ...] = (
@@ -88,6 +92,37 @@ PERFT_SUITE: tuple[PerftCase, ...] = (
     PerftCase(name="self-stalemate", fen="K1k5/8/P7/8/8/8/8/8 w - - 0 1", nodes={6: 2_217}),
     PerftCase(name="stalemate-checkmate", fen="8/k1P5/8/1K6/8/8/8/8 w - - 0 1", nodes={7: 567_584}),
     PerftCase(name="double-check", fen="8/8/2k5/5q2/5n2/8/5K2/8 b - - 0 1", nodes={4: 23_527}),
+    *(
+        PerftCase(name=f"chess960-{index}", fen=fen, nodes=dict(enumerate(counts, 1)), chess960=True)
+        for index, (fen, counts) in enumerate(
+            [
+                (
+                    "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9",
+                    (21, 528, 12_189, 326_672, 8_146_062),
+                ),
+                (
+                    "2nnrbkr/p1qppppp/8/1ppb4/6PP/3PP3/PPP2P2/BQNNRBKR w HEhe - 1 9",
+                    (21, 807, 18_002, 667_366, 16_253_601),
+                ),
+                (
+                    "b1q1rrkb/pppppppp/3nn3/8/P7/1PPP4/4PPPP/BQNNRKRB w GE - 1 9",
+                    (20, 479, 10_471, 273_318, 6_417_013),
+                ),
+                (
+                    "qbbnnrkr/2pp2pp/p7/1p2pp2/8/P3PP2/1PPP1KPP/QBBNNR1R w hf - 0 9",
+                    (22, 593, 13_440, 382_958, 9_183_776),
+                ),
+                (
+                    "1nbbnrkr/p1p1ppp1/3p4/1p3P1p/3Pq2P/8/PPP1P1P1/QNBBNRKR w HFhf - 0 9",
+                    (28, 1_120, 31_058, 1_171_749, 34_030_312),
+                ),
+                (
+                    "qnbnr1kr/ppp1b1pp/4p3/3p1p2/8/2NPP3/PPP1BPPP/QNB1R1KR w HEhe - 1 9",
+                    (29, 899, 26_578, 824_055, 24_851_983),
+                ),
+            ]
+        )
+    ),
 )
 
 
@@ -132,7 +167,7 @@ def run_suite(
     outcomes = []
     for case, depth, expected in cases_up_to(max_nodes):
         began = time.perf_counter()
-        nodes = Board(case.fen).perft(depth)
+        nodes = Board(case.fen, chess960=case.chess960).perft(depth)
         outcome = PerftOutcome(
             name=case.name,
             fen=case.fen,

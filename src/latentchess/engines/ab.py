@@ -273,6 +273,10 @@ class AlphaBetaEngine(Engine):
             self._wdl = (evaluator, WdlModel.load(evaluator[len("nnue:") :]))
         return self._wdl[1]
 
+    def supports_chess960(self) -> bool:
+        """The native search plays Chess960; the human model (``UCI_LimitStrength``) cannot."""
+        return not self.human.enabled
+
     def supports_search_moves(self) -> bool:
         """``go searchmoves`` restricts the root."""
         return True

@@ -396,5 +396,15 @@ class Engine:
         ``UCI_ShowWDL``); None: the engine has none, and its ``info`` lines carry no ``wdl``."""
         return None
 
+    def supports_chess960(self) -> bool:
+        """Whether this engine plays Chess960 boards (``board.chess960``) correctly now.
+
+        Such a board's castling moves are king-takes-own-rook (``e1h1``) and its FEN may name
+        castling rooks by file. An engine whose model cannot encode that (its tokens know only
+        ``KQkq`` castling) answers False, and the UCI session then neither offers
+        ``UCI_Chess960`` for it nor lets it search a Chess960 position.
+        """
+        return False
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

@@ -33,6 +33,10 @@ class RandomEngine(Engine):
             raise EngineError(f"no legal move in {board.fen()!r}")
         return self._rng.choice(moves)
 
+    def supports_chess960(self) -> bool:
+        """It picks among python-chess's legal moves, in any mode."""
+        return True
+
     def analyse(self, board: chess.Board, limit: chess.engine.Limit) -> Analysis:
         """The move it would play, with no score."""
         move = self.play(board, limit)

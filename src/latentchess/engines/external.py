@@ -173,6 +173,10 @@ class ExternalEngine(Engine):
             if not option.is_managed()
         ]
 
+    def supports_chess960(self) -> bool:
+        """Whether the process declares ``UCI_Chess960`` (python-chess then sets it per board)."""
+        return any(name.lower() == "uci_chess960" for name in self._engine.options)
+
     def provenance(self) -> dict[str, str]:
         """The process's ``id name`` and command."""
         return {"id_name": self._id_name, "command": " ".join(self.command)}

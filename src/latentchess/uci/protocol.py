@@ -273,7 +273,10 @@ _REPAIRED = {
 
 
 def build_position(
-    command: Position, previous: tuple[Position, chess.Board] | None = None
+    command: Position,
+    previous: tuple[Position, chess.Board] | None = None,
+    *,
+    chess960: bool = False,
 ) -> tuple[chess.Board, list[str]]:
     """The board a ``position`` command describes, and warnings about repaired details.
 
@@ -282,6 +285,9 @@ def build_position(
         previous: the last accepted command and its board. When ``command`` has the same FEN and
             continues its move list (GUIs resend the whole game every move), only the new moves
             are checked and played: replaying a long game costs more than a bullet increment.
+        chess960: (UCI ``UCI_Chess960``) a Chess960 board: the FEN's castling field may be X-FEN
+            or Shredder-FEN and castling moves are king-takes-own-rook (``e1h1``), as python-chess
+            reads them with ``chess960=True``. A previous board of the other mode is not reused.
 
     Raises:
         PositionError: bad FEN, a fatal board status (see the module docstring), or an illegal or
@@ -290,16 +296,17 @@ def build_position(
     played = 0
     if (
         previous is not None
+        and previous[1].chess960 == chess960
         and previous[0].fen == command.fen
         and command.moves[: len(previous[0].moves)] == previous[0].moves
     ):
         board, warnings, played = previous[1].copy(), [], len(previous[0].moves)
     elif command.fen is None:
-        board = chess.Board()
+        board = chess.Board(chess960=chess960)
         warnings = []
     else:
         try:
-            board = chess.Board(command.fen)
+            board = chess.Board(command.fen, chess960=chess960)
         except ValueError as error:
             raise PositionError(f"bad FEN {command.fen!r}: {error}") from None
         warnings = _check_status(board, command.fen)

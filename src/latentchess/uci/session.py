@@ -6,6 +6,12 @@ and replaces it mid-session), ``go`` runs :meth:`Engine.go` in a thread so that 
 ``isready`` and ``quit`` are answered at once, ``ponderhit`` asks :meth:`Engine.time_budget` how
 long to go on, and ``isready`` waits for :meth:`Engine.ready` (a model loading in the
 background). There is no engine-specific branch here.
+
+The session owns the board and the move notation, so it owns ``UCI_Chess960`` too: it offers the
+option to engines that say they play Chess960 (:meth:`Engine.supports_chess960`), builds Chess960
+boards while it is on (X-FEN or Shredder-FEN, castling as king-takes-own-rook ``e1h1``), writes
+every move in the board's notation, and never lets an engine that cannot play Chess960 search
+such a board (a legal fallback move instead, with the reason).
 """
 
 from __future__ import annotations
@@ -20,9 +26,9 @@ from typing import TYPE_CHECKING, TextIO
 import chess
 import chess.engine
 
-from latentchess.engines.base import Engine, GoControl
+from latentchess.engines.base import Engine, EngineOption, GoControl, check
 from latentchess.engines.default import DEFAULT_ENGINE_SPEC
-from latentchess.errors import LatentChessError
+from latentchess.errors import EngineError, LatentChessError
 from latentchess.uci.protocol import (
     ENGINE_AUTHOR,
     ENGINE_NAME,
@@ -48,7 +54,7 @@ from latentchess.uci.protocol import (
 if TYPE_CHECKING:
     from latentchess.wdl import WdlModel
 
-__all__ = ["UciSession", "run", "ENGINE_OPTION", "SHOW_WDL_OPTION", "EngineFactory"]
+__all__ = ["UciSession", "run", "ENGINE_OPTION", "SHOW_WDL_OPTION", "CHESS960_OPTION", "EngineFactory"]
 
 ENGINE_OPTION = "Engine"
 """The session's own option: the engine's spec (``ab``, ``latent:depth=4``, ``hybrid``...)."""
@@ -56,6 +62,9 @@ ENGINE_OPTION = "Engine"
 SHOW_WDL_OPTION = "UCI_ShowWDL"
 """The session's option for ``wdl W D L`` in ``info`` lines, from :meth:`Engine.wdl_model`;
 declared when the engine has a model (``ab`` with a network that ships one)."""
+
+CHESS960_OPTION = "UCI_Chess960"
+"""The session's own option (UCI standard): Chess960 boards and king-takes-rook castling."""
 
 _UNASKED = ("ponder", "uci_analysemode", "uci_showwdl", "multipv")
 """Options GUIs set without asking; silently accepted when the engine does not declare them."""
@@ -121,6 +130,8 @@ class UciSession:
         self.debug = False
         self.engine_error: str | None = None
         """Why the engine cannot search (a model that failed to load); None when it can."""
+        self.chess960 = False
+        """``UCI_Chess960``: positions are Chess960 boards, castling written ``e1h1``."""
         self._set_options: dict[str, SetOption] = {}  # by lower-case name, in the order set
         self._uci_seen = False
         self.show_wdl = False
@@ -224,6 +235,8 @@ class UciSession:
         self.write("option name Ponder type check default false")
         if self._wdl_model() is not None:
             self.write(f"option name {SHOW_WDL_OPTION} type check default false")
+        if self.engine.supports_chess960():
+            self.write(self._chess960_option().uci_line())
         for option in self.engine.options():
             self.write(option.uci_line())
         self.write("uciok")
@@ -242,6 +255,13 @@ class UciSession:
             else:
                 self.show_wdl = value.lower() == "true"
             return
+        if name.lower() == CHESS960_OPTION.lower():
+            option = self._chess960_option()
+            try:
+                option.on_change(option.parse(value))
+            except LatentChessError as error:
+                self.info(f"option {name!r} refused: {error}")
+            return
         # Kept for a later engine (Engine option) that declares it, even when this one doesn't.
         self._set_options[name.lower()] = command
         declared = {option.name.lower() for option in self.engine.options()}
@@ -253,6 +273,15 @@ class UciSession:
             self.engine.set_option(name, value)
         except LatentChessError as error:
             self.info(f"option {name!r} refused: {error}")
+
+    def _chess960_option(self) -> EngineOption:
+        """``UCI_Chess960``, declared once here (the session's notation, not an engine's)."""
+        return check(CHESS960_OPTION, False, self._set_chess960, None)
+
+    def _set_chess960(self, on: bool) -> None:
+        if on and not self.engine.supports_chess960():
+            raise EngineError(f"engine {self.spec} cannot play Chess960; still standard chess")
+        self.chess960 = on
 
     def _switch(self, text: str) -> None:
         """``setoption name Engine value SPEC``: a new engine; a bad spec keeps the old one."""
@@ -284,6 +313,11 @@ class UciSession:
                     engine.set_option(option.name, (command.value or "").strip())
                 except LatentChessError as error:
                     self.info(f"option {option.name!r} not carried over: {error}")
+        if self.chess960 and not engine.supports_chess960():
+            self.info(
+                f"{CHESS960_OPTION} is on but {text} cannot play Chess960: Chess960 positions "
+                "get a fallback move without search"
+            )
         if self._uci_seen:
             engine.prepare()
             shown = ", ".join(option.name for option in engine.options())
@@ -294,7 +328,7 @@ class UciSession:
         if self.board is not None and self._position_command is not None:
             previous = (self._position_command, self.board)
         try:
-            board, warnings = build_position(command, previous)
+            board, warnings = build_position(command, previous, chess960=self.chess960)
         except PositionError as error:
             # Never answer a later `go` with a move for the previous board: the GUI means
             # another position, so until a valid one arrives there is none.
@@ -332,6 +366,13 @@ class UciSession:
         if not any(board.generate_legal_moves()):
             self.info("no legal moves in this position")
             self.write("bestmove 0000")
+            return
+        if board.chess960 and not self.engine.supports_chess960():
+            self.info(
+                f"{self.spec} cannot play Chess960 ({CHESS960_OPTION} is on); playing a "
+                "fallback move without search"
+            )
+            self.write(f"bestmove {_fallback(board)}")
             return
         if not self.ready():
             # Never forfeit a game over an engine that cannot search (a missing model): answer
@@ -421,9 +462,7 @@ class UciSession:
         # searched, so a search that ends around the ponderhit never waits out the timer.)
         if infinite and not search.budgeted.is_set():
             search.stop.wait()
-        text = f"bestmove {move.uci()}" if move is not None else "bestmove 0000"
-        if ponder is not None:
-            text += f" ponder {ponder.uci()}"
+        text = f"bestmove {_notation(board, move, ponder)}" if move is not None else "bestmove 0000"
         self.write(text)
 
     def _wdl_model(self) -> WdlModel | None:
@@ -477,6 +516,22 @@ class UciSession:
         """Stop any search (sending its ``bestmove``) and close the engine."""
         self._stop_search()
         self.engine.close()
+
+
+def _notation(board: chess.Board, move: chess.Move, ponder: chess.Move | None) -> str:
+    """``MOVE [ponder PONDER]`` in ``board``'s notation (Chess960: castling as ``e1h1``),
+    whichever castling form the engine returned; a ponder move that is not legal after ``move``
+    is left out."""
+    text = board.uci(move)
+    if ponder is not None:
+        after = board.copy(stack=False)
+        try:
+            after.push(move)
+            if after.is_legal(ponder):
+                text += f" ponder {after.uci(ponder)}"
+        except (AssertionError, ValueError):  # python-chess's errors for an illegal push
+            pass
+    return text
 
 
 def _fallback(board: chess.Board | None) -> str:
