@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import chess
 import numpy as np
@@ -147,6 +148,45 @@ def test_incremental_accumulators_equal_a_refresh(network_dir: Path) -> None:
                 for a, b in zip(probe.accumulator(), probe.refreshed(), strict=True)
             )
     assert all(count > 0 for count in seen.values()), seen
+
+
+def _reference_and_ours(
+    native: Any, network: Any, model: Any, feature_set: Any, board: chess.Board
+) -> tuple[int, int]:
+    """The core's evaluation of ``board`` (a Chess960 board) and the Python reference's."""
+    features = position_features(board, feature_set)
+    stm = np.array([0 if board.turn else 1])
+    reference = quantised_forward(model.quantised, [features[0]], [features[1]], stm)
+    ours = network.evaluate(native.Position(board.fen(shredder=True), True))
+    return int(ours), int(reference[0])
+
+
+def test_chess960_castling_updates_equal_a_refresh_and_the_reference(network_dir: Path) -> None:
+    from tests.test_chess960 import ODD_CASTLING  # king and rook squares meeting
+
+    native, network = native_module(), load_network(network_dir)
+    model = load_nnue(network_dir)
+    feature_set = parse_feature_set(model.network.cfg.feature_set)
+    for fen, castles in ODD_CASTLING:
+        for uci in sorted(castles):
+            board = chess.Board(fen, chess960=True)
+            probe = native.NnueProbe(network, native.Position(fen, True))
+            move = chess.Move.from_uci(uci)
+            _, reference = _reference_and_ours(native, network, model, feature_set, board)
+            assert probe.evaluate() == reference  # castling available: mobility's king targets
+            probe.push(_bits(move))
+            board.push(move)
+            incremental, refreshed = probe.accumulator(), probe.refreshed()
+            assert all(np.array_equal(a, b) for a, b in zip(incremental, refreshed, strict=True))
+            assert probe.evaluate() == probe.refreshed_evaluate()
+            # The Python reference (python-chess's Chess960 board) agrees after castling too.
+            ours, reference = _reference_and_ours(native, network, model, feature_set, board)
+            assert ours == reference, (fen, uci)
+            probe.pop()
+            assert all(
+                np.array_equal(a, b)
+                for a, b in zip(probe.accumulator(), probe.refreshed(), strict=True)
+            )
 
 
 def test_search_with_nnue_and_bad_files(network_dir: Path, tmp_path: Path) -> None:

@@ -382,8 +382,7 @@ def _options(args: argparse.Namespace) -> int:
             allowed = ""
         default = "" if row["default"] is None else row["default"]
         print(
-            f"  {row['name']:<16} {row['type']:<7} {default!s:<12} {allowed:<24} "
-            f"{row['key'] or ''}"
+            f"  {row['name']:<16} {row['type']:<7} {default!s:<12} {allowed:<24} {row['key'] or ''}"
         )
     return 0
 

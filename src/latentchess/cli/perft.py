@@ -1,8 +1,9 @@
 """Subcommand of the native core (see latentchess.cli): ``perft``.
 
-``latentchess perft --depth N [--fen FEN] [--moves ...] [--chess960]`` prints the leaf count per legal move,
-a blank line and ``Nodes searched: N``, as Stockfish's ``go perft N``; ``--suite`` checks the
-standard perft suite against its published counts (exit status 1 on any mismatch).
+``latentchess perft --depth N [--fen FEN] [--moves ...] [--chess960]`` prints the leaf count per
+legal move, a blank line and ``Nodes searched: N``, as Stockfish's ``go perft N``; ``--suite``
+checks the standard perft suite (and published Chess960 counts) against their published counts
+(exit status 1 on any mismatch).
 """
 
 from __future__ import annotations

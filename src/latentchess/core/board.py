@@ -98,9 +98,7 @@ class Board:
         # when the capture is illegal (as chess.polyglot.zobrist_hash does). Shredder-FEN in
         # Chess960 names every castling rook by its file, whatever other rooks stand beside it.
         root = board.root() if board.move_stack else board
-        native = cls(
-            root.fen(en_passant="fen", shredder=board.chess960), chess960=board.chess960
-        )
+        native = cls(root.fen(en_passant="fen", shredder=board.chess960), chess960=board.chess960)
         for move in board.move_stack:
             native.push(move)
         return native

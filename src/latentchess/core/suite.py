@@ -93,7 +93,9 @@ PERFT_SUITE: tuple[PerftCase, ...] = (
     PerftCase(name="stalemate-checkmate", fen="8/k1P5/8/1K6/8/8/8/8 w - - 0 1", nodes={7: 567_584}),
     PerftCase(name="double-check", fen="8/8/2k5/5q2/5n2/8/5K2/8 b - - 0 1", nodes={4: 23_527}),
     *(
-        PerftCase(name=f"chess960-{index}", fen=fen, nodes=dict(enumerate(counts, 1)), chess960=True)
+        PerftCase(
+            name=f"chess960-{index}", fen=fen, nodes=dict(enumerate(counts, 1)), chess960=True
+        )
         for index, (fen, counts) in enumerate(
             [
                 (

@@ -225,6 +225,35 @@ void bind_search(py::module_& module) {
       py::arg("position"), py::arg("evaluator") = "hce",
       "Static evaluation (centipawns, side to move's view).");
   module.def(
+      "evaluate_along",
+      [](const Position& root, const std::vector<int>& moves, const std::string& evaluator) {
+        std::unique_ptr<Evaluator> incremental, fresh;
+        try {
+          incremental = make_evaluator(evaluator);
+          fresh = make_evaluator(evaluator);
+        } catch (const std::invalid_argument& error) {
+          throw py::value_error(error.what());
+        }
+        Position position = root;
+        incremental->reset(position);
+        std::vector<int> updated{incremental->evaluate(position)}, refreshed;
+        fresh->reset(position);
+        refreshed.push_back(fresh->evaluate(position));
+        for (const int bits : moves) {
+          const Move move = Move::from_bits(static_cast<std::uint16_t>(bits & 0xFFFF));
+          if (!position.is_legal(move)) throw MoveError("illegal move " + move.to_uci() + " in '" + position.fen() + "'");
+          incremental->on_do_move(position, move);
+          position.do_move(move);
+          updated.push_back(incremental->evaluate(position));
+          fresh->reset(position);
+          refreshed.push_back(fresh->evaluate(position));
+        }
+        return py::make_tuple(updated, refreshed);
+      },
+      py::arg("position"), py::arg("moves"), py::arg("evaluator") = "hce",
+      "Evaluations along `moves` from `position`: updated move by move (as the search does) and "
+      "from scratch at each position; equal lists when the incremental update is right.");
+  module.def(
       "see_at_least",
       [](const Position& position, const std::string& uci, int threshold) {
         return see_at_least(position, position.parse_uci(uci), threshold);
