@@ -134,24 +134,13 @@ void Position::set_castling(std::string_view field) {
         castling_empty_[index] = (between_bb(king, king_to) | square_bb(king_to) |
                                   between_bb(rook, rook_to) | square_bb(rook_to)) & ~both;
         castling_king_path_[index] = between_bb(king, king_to);
+        castling_king_[index] = king;
+        castling_king_to_[index] = king_to;
+        castling_rook_to_[index] = rook_to;
+        castling_moves_[index] = chess960_ ? Move(king, rook) : Move(king, king_to);
         castling_masks_[rook] &= static_cast<std::uint8_t>(~(1 << index));
         castling_masks_[king] &= static_cast<std::uint8_t>(~(3 << (index & 2)));
     }
-}
-
-bool Position::can_castle(Color color, int index) const {
-    if (!(state().castling & (1 << index))) return false;
-    const Square king = king_square(color), rook = castling_rook_[index];
-    const Bitboard occupancy = occupied();
-    if (occupancy & castling_empty_[index]) return false;
-    const Bitboard without_king = occupancy ^ square_bb(king);
-    for (Bitboard path = castling_king_path_[index]; path;)
-        if (is_attacked_by(~color, pop_lsb(path), without_king)) return false;
-    const int rank = rank_of(king);
-    const bool kingside = index % 2 == 0;
-    const Square king_to = make_square(kingside ? 6 : 2, rank);
-    const Square rook_to = make_square(kingside ? 5 : 3, rank);
-    return !is_attacked_by(~color, king_to, (without_king ^ square_bb(rook)) | square_bb(rook_to));
 }
 
 void Position::compute_state_from_scratch() {

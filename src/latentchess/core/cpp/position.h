@@ -121,13 +121,8 @@ class Position {
         return {from, make_square(kingside ? 6 : 2, rank), rook_from,
                 make_square(kingside ? 5 : 3, rank)};
     }
-    // The castling move of right `index` in this position's encoding.
-    Move castling_move(int index) const {
-        const Color color = index < 2 ? White : Black;
-        const Square king = king_square(color);
-        if (chess960_) return Move(king, castling_rook_[index]);
-        return Move(king, make_square(index % 2 == 0 ? 6 : 2, rank_of(king)));
-    }
+    // The castling move of right `index` (held) in this position's encoding.
+    Move castling_move(int index) const { return castling_moves_[index]; }
     Square en_passant_square() const { return state().en_passant; }
     int halfmove_clock() const { return state().halfmove_clock; }
     int fullmove_number() const { return state().fullmove_number; }
@@ -188,7 +183,23 @@ class Position {
     Square castling_rook_[4] = {NoSquare, NoSquare, NoSquare, NoSquare};
     Bitboard castling_empty_[4] = {};      // must be empty (king and rook themselves excepted)
     Bitboard castling_king_path_[4] = {};  // strictly between the king and its target
+    Square castling_king_[4] = {};         // the king's square (fixed while the right lasts)
+    Square castling_king_to_[4] = {};      // the king's target (g or c file)
+    Square castling_rook_to_[4] = {};      // the rook's target (f or d file)
+    Move castling_moves_[4] = {};          // the castling move in this position's encoding
     std::array<std::uint8_t, 64> castling_masks_ = {};  // rights kept after a move touches a square
 };
+
+inline bool Position::can_castle(Color color, int index) const {
+    if (!(state().castling & (1 << index))) return false;
+    const Bitboard occupancy = occupied();
+    if (occupancy & castling_empty_[index]) return false;
+    const Bitboard without_king = occupancy ^ square_bb(castling_king_[index]);
+    for (Bitboard path = castling_king_path_[index]; path;)
+        if (is_attacked_by(~color, pop_lsb(path), without_king)) return false;
+    const Bitboard rook_moved =
+        (without_king ^ square_bb(castling_rook_[index])) | square_bb(castling_rook_to_[index]);
+    return !is_attacked_by(~color, castling_king_to_[index], rook_moved);
+}
 
 }  // namespace latentchess::core
