@@ -2,7 +2,8 @@
 
 The tests run the counts up to 1.5 M nodes; this runs all of them (start position depth 6 =
 119,060,324; Kiwipete depth 5 = 193,690,690; position 3 depth 7, position 4 depth 6 and its mirror,
-positions 5 and 6 depth 5; Martin Sedlak's special cases) and fails on any mismatch.
+positions 5 and 6 depth 5; Martin Sedlak's special cases; six Chess960 positions of the
+chessprogramming wiki to depth 5) and fails on any mismatch.
 
 Run (from the repository root): ``.venv/bin/python benchmarks/perft_suite.py [--max-nodes N]``;
 writes benchmarks/results/perft_suite.json and perft_suite.md. Same as
@@ -12,10 +13,12 @@ writes benchmarks/results/perft_suite.json and perft_suite.md. Same as
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,10 +58,21 @@ def main() -> int:
     seconds = time.perf_counter() - began
     wrong = [o for o in outcomes if not o.ok]
     nodes = sum(o.nodes for o in outcomes)
-    machine = {"cpu": _cpu(), "cores": os.cpu_count(), "python": platform.python_version()}
+    machine = {
+        "cpu": _cpu(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     args.out.mkdir(parents=True, exist_ok=True)
     record = {
         "command": " ".join(["python benchmarks/perft_suite.py", *sys.argv[1:]]),
+        "date": date,
+        "commit": commit,
         "machine": machine,
         "max_nodes": args.max_nodes,
         "counts": len(outcomes),
@@ -86,8 +100,13 @@ def main() -> int:
         "",
         "Command: `.venv/bin/python benchmarks/perft_suite.py`",
         "",
+        f"Date: {date}; commit {commit or 'unknown'}.",
+        "",
         f"Machine: {machine['cpu']}, {machine['cores']} cores, Python {machine['python']}; "
-        "one thread.",
+        f"one thread; load average {machine['load_average']} at the end (a shared machine: "
+        "the speeds are indicative only).",
+        "",
+        "Positions `chess960-N` are played with Chess960 rules (Shredder-FEN castling).",
         "",
         f"**{len(outcomes) - len(wrong)}/{len(outcomes)} published counts reproduced** "
         f"({nodes:,} nodes in {seconds:.1f} s). Deepest count per position:",
