@@ -10,9 +10,11 @@ from __future__ import annotations
 import random
 import re
 import sys
+from pathlib import Path
 
 import chess
 import chess.engine
+import chess.pgn
 import chess.polyglot
 import pytest
 from tests.uci_fixtures import SessionTranscript
@@ -23,6 +25,10 @@ from latentchess.core.board import move_to_bits
 from latentchess.core.nnue import resolve_evaluator
 from latentchess.core.suite import PERFT_SUITE
 from latentchess.engines.ab import AlphaBetaEngine
+from latentchess.errors import LatentChessError
+from latentchess.evaluation.limits import parse_limit
+from latentchess.evaluation.match import MatchConfig, Player, run_match
+from latentchess.evaluation.openings import chess960_openings
 from latentchess.uci.session import UciSession
 
 # Castling where king and rook squares meet: (FEN, castling moves in python-chess's notation).
@@ -291,3 +297,29 @@ def test_uci_chess960_games_over_a_pipe() -> None:
                 castled += board.is_castling(result.move)
                 board.push(result.move)
     assert castled >= 2
+
+
+def test_chess960_match_writes_variant_pgn_and_refuses_engines_that_cannot(tmp_path: Path) -> None:
+    openings = chess960_openings(2, seed=3)
+    assert all(o.chess960 for o in openings) and len({o.fen for o in openings}) == 2
+    ab = Player.from_spec("ab:hash=4,depth=2", parse_limit("depth=2"))
+    rand = Player.from_spec("random", parse_limit("depth=1"))
+    config = MatchConfig(games=4, workers=1, progress=False, max_plies=40)
+    pgn = tmp_path / "c960.pgn"
+    result = run_match(ab, rand, openings, config, pgn_path=pgn)
+    assert len(result.games) == 4
+    with pgn.open() as handle:
+        games = [chess.pgn.read_game(handle) for _ in range(4)]
+    for game in games:
+        assert game is not None and game.headers["Variant"] == "Chess960"
+        board = game.board()
+        assert board.chess960 and board.fen() in {o.fen for o in openings}
+        assert game.headers.get("SetUp") == "1" or board.fen() == chess.STARTING_FEN
+        for move in game.mainline_moves():
+            assert move in board.legal_moves
+            board.push(move)
+    again = run_match(ab, rand, openings, config, pgn_path=pgn)  # resumed: nothing left to play
+    assert again.resumed == 4
+    human = Player.from_spec("ab:limit_strength=1", parse_limit("depth=1"))
+    with pytest.raises(LatentChessError, match="cannot play Chess960"):
+        run_match(human, rand, openings, MatchConfig(games=2, workers=1, progress=False))

@@ -149,6 +149,12 @@ def _add_openings(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed of opening sampling (default 0)")
     p.add_argument(
+        "--chess960",
+        action="store_true",
+        help="play Chess960: start positions drawn at random (with --seed) from the 960, "
+        "instead of --openings",
+    )
+    p.add_argument(
         "--balance-cp",
         type=int,
         default=60,
@@ -160,8 +166,13 @@ def _load_openings(args: argparse.Namespace, count: int) -> list[Any]:
     import chess.engine
 
     from latentchess.engines.external import find_executable
-    from latentchess.evaluation.openings import load_openings
+    from latentchess.errors import LatentChessError
+    from latentchess.evaluation.openings import chess960_openings, load_openings
 
+    if args.chess960:
+        if args.openings is not None:
+            raise LatentChessError("--chess960 draws its own start positions; drop --openings")
+        return chess960_openings(count, seed=args.seed)
     if args.openings is None and args.balance_cp > 0:
         stockfish = str(find_executable("stockfish"))
         with chess.engine.SimpleEngine.popen_uci(stockfish) as engine:

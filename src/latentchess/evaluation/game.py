@@ -152,11 +152,11 @@ def play_game(
     """
     players = {chess.WHITE: white[0], chess.BLACK: black[0]}
     engines = {chess.WHITE: white[1], chess.BLACK: black[1]}
-    board = chess.Board(opening.fen)
+    board = chess.Board(opening.fen, chess960=opening.chess960)
     game = chess.pgn.Game()
     node: chess.pgn.GameNode = game
-    if opening.fen != chess.STARTING_FEN:
-        game.setup(board)
+    if opening.fen != chess.STARTING_FEN or opening.chess960:
+        game.setup(board)  # FEN and SetUp tags; Variant "Chess960" for a Chess960 board
     for uci in opening.moves:
         move = chess.Move.from_uci(uci)
         node = node.add_variation(move, comment="book")

@@ -277,8 +277,15 @@ def run_match(
     engines = _Engines(makers)
     models_lock = threading.Lock()
 
+    chess960 = any(opening.chess960 for opening in openings)
+
     def engine_for(slot: int, player: Player) -> Engine:
         engine = engines.get(slot)
+        if chess960 and not engine.supports_chess960():
+            raise LatentChessError(
+                f"{player.name} ({player.spec or player.name}) cannot play Chess960; "
+                "choose engines that can (ab, external engines with UCI_Chess960)"
+            )
         _check_model(engine, player.name, models, models_lock, pgn_path)
         return engine
 

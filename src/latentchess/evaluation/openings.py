@@ -38,6 +38,7 @@ __all__ = [
     "polyglot_openings",
     "eco_openings",
     "load_openings",
+    "chess960_openings",
 ]
 
 ECO_PGN = Path("/usr/share/pgn-extract/eco.pgn")
@@ -54,6 +55,7 @@ class Opening:
         moves: book moves from ``fen``, UCI.
         eco: ECO code, if known.
         source: where it came from (``file:line``).
+        chess960: played by Chess960 rules (``fen`` in X-FEN, castling as king takes rook).
     """
 
     name: str
@@ -61,10 +63,11 @@ class Opening:
     moves: tuple[str, ...] = ()
     eco: str | None = None
     source: str = ""
+    chess960: bool = False
 
     def board(self) -> chess.Board:
         """The position after the book moves (with the moves on its stack)."""
-        board = chess.Board(self.fen)
+        board = chess.Board(self.fen, chess960=self.chess960)
         for uci in self.moves:
             board.push_uci(uci)
         return board
@@ -289,6 +292,22 @@ def _round_robin(groups: list[list[str]]) -> Iterator[str]:
             if index < len(group):
                 yield group[index]
         index += 1
+
+
+def chess960_openings(count: int, *, seed: int = 0) -> list[Opening]:
+    """``count`` distinct Chess960 start positions drawn with ``seed`` from the 960 (all of them,
+    shuffled, when ``count >= 960``), named by their Scharnagl number (518: the standard array).
+    """
+    numbers = random.Random(seed).sample(range(960), min(count, 960))
+    return [
+        Opening(
+            name=f"Chess960 #{number}",
+            fen=chess.Board.from_chess960_pos(number).fen(),
+            source=f"chess960:{number}",
+            chess960=True,
+        )
+        for number in numbers
+    ]
 
 
 def load_openings(
