@@ -3,6 +3,8 @@
 Spec examples: ``ab`` (= ``ab:eval=nnue``, the shipped network), ``ab:eval=hce`` (hand-crafted),
 ``ab:eval=PATH`` (an NNUE model directory), ``ab:depth=10,hash=64``, ``ab:threads=1,multipv=3``.
 ``depth``/``nodes`` in the spec cap every search on top of the limit a caller passes.
+``ab:syzygy=DIR`` (UCI ``SyzygyPath``) probes Syzygy tables at the root (see
+:mod:`latentchess.engines.syzygy`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from latentchess.engines.base import (
 )
 from latentchess.engines.default import DEFAULT_EVALUATOR
 from latentchess.engines.human import HUMAN_KEYS, HumanPlay
+from latentchess.engines.syzygy import open_tablebases, root_probe
 from latentchess.errors import EngineError
 
 if TYPE_CHECKING:
@@ -63,6 +66,8 @@ class AlphaBetaConfig:
             the setting every measured ladder ran with.
         no_pruning: pruning (or the singular extension) switched off, to measure it: names of
             ``PRUNING`` (rfp, lmp, see, fp, se).
+        syzygy_path: Syzygy table directories joined by ``os.pathsep`` ("": none), probed at
+            the root.
     """
 
     evaluator: str = DEFAULT_EVALUATOR
@@ -73,6 +78,7 @@ class AlphaBetaConfig:
     nodes: int | None = None
     move_overhead_ms: int = 30
     no_pruning: frozenset[str] = frozenset()
+    syzygy_path: str = ""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.no_pruning) - set(PRUNING))
@@ -129,6 +135,8 @@ class AlphaBetaEngine(Engine):
             self.config.evaluator, hash_mb=self.config.hash_mb, threads=self.config.threads
         )
         self._wdl: tuple[str, WdlModel | None] | None = None
+        self._tablebase = open_tablebases(self.config.syzygy_path)
+        self._tablebase_note = ""
         self.human = HumanPlay(verifier=self)
         """``UCI_LimitStrength``: human-like moves at ``UCI_Elo`` instead of the search."""
 
@@ -152,6 +160,7 @@ class AlphaBetaEngine(Engine):
             "depth": "depth",
             "nodes": "nodes",
             "overhead": "move_overhead_ms",
+            "syzygy": "syzygy_path",
         }
         fields: dict[str, object] = {}
         disabled: set[str] = set()
@@ -168,14 +177,15 @@ class AlphaBetaEngine(Engine):
             field_name = keys.get(key.lower())
             if field_name is None:
                 raise EngineError(f"unknown ab option {key!r}; known: {', '.join(sorted(keys))}")
-            if field_name != "evaluator":
+            if field_name not in ("evaluator", "syzygy_path"):
                 try:
                     value = int(value)  # type: ignore[call-overload]
                 except (TypeError, ValueError):
                     raise EngineError(
                         f"ab option {key!r} needs an integer, got {value!r}"
                     ) from None
-            fields[field_name] = str(value) if field_name == "evaluator" else value
+            text_field = field_name in ("evaluator", "syzygy_path")
+            fields[field_name] = str(value) if text_field else value
         fields["no_pruning"] = frozenset(disabled)
         engine = cls(AlphaBetaConfig(**fields), name=name)  # type: ignore[arg-type]
         engine.human.configure(engine, human)
@@ -184,7 +194,8 @@ class AlphaBetaEngine(Engine):
     # -- options ------------------------------------------------------------------------------
 
     def options(self) -> list[EngineOption]:
-        """``Hash``, ``Threads``, ``MultiPV``, ``Move Overhead``, ``Clear Hash``, ``EvalFile``."""
+        """``Hash``, ``Threads``, ``MultiPV``, ``Move Overhead``, ``Clear Hash``, ``EvalFile``,
+        ``SyzygyPath``."""
         c = self.config
         return [
             spin("Hash", self._search.hash_mb, 1, 65536, self.set_hash, "hash"),
@@ -200,6 +211,7 @@ class AlphaBetaEngine(Engine):
             ),
             button("Clear Hash", self.new_game),
             string("EvalFile", c.evaluator, self.set_evaluator, "eval"),
+            string("SyzygyPath", c.syzygy_path or "<empty>", self.set_syzygy_path, "syzygy"),
             *self.human.options(),
         ]
 
@@ -209,7 +221,8 @@ class AlphaBetaEngine(Engine):
     def provenance(self) -> dict[str, str]:
         """The evaluator (``nnue:/path`` for a network), and the human model when in use."""
         human = self.human.provenance() if self.human.enabled else {}
-        return {"evaluator": resolve_evaluator(self.config.evaluator), **human}
+        tables = {"syzygy": self.config.syzygy_path} if self._tablebase is not None else {}
+        return {"evaluator": resolve_evaluator(self.config.evaluator), **tables, **human}
 
     def ready(self) -> None:
         """Wait for the human model when ``UCI_LimitStrength`` is on (nothing to wait for else)."""
@@ -217,8 +230,9 @@ class AlphaBetaEngine(Engine):
             self.human.ready()
 
     def info_string(self) -> str:
-        """The human-play settings when ``UCI_LimitStrength`` is on."""
-        return self.human.info_string() if self.human.enabled else ""
+        """The human-play settings when ``UCI_LimitStrength`` is on; the tablebase verdict of the
+        last search's root when the tables had it."""
+        return self.human.info_string() if self.human.enabled else self._tablebase_note
 
     def new_game(self) -> None:
         """Forget the previous game (clears the transposition table)."""
@@ -235,6 +249,20 @@ class AlphaBetaEngine(Engine):
             config.evaluator, hash_mb=self._search.hash_mb, threads=config.threads
         )
         self.config = config
+
+    def set_syzygy_path(self, path: str) -> None:
+        """Probe the Syzygy tables in ``path`` at the root (UCI ``SyzygyPath``; ``<empty>``: none).
+
+        Raises:
+            EngineError: a directory that is missing or holds no tables (the old tables stay).
+        """
+        tablebase = open_tablebases(path)
+        if self._tablebase is not None:
+            self._tablebase.close()
+        self._tablebase = tablebase
+        self.config = dataclasses.replace(
+            self.config, syzygy_path="" if tablebase is None else path.strip()
+        )
 
     def set_threads(self, threads: int) -> None:
         """Search with ``threads`` threads from the next search on (UCI ``Threads``)."""
@@ -332,7 +360,15 @@ class AlphaBetaEngine(Engine):
         overhead = self.config.move_overhead_ms if move_overhead_ms is None else move_overhead_ms
         if started is not None:
             overhead += int(max(0.0, time.monotonic() - started) * 1000)
-        return self._search.search(
+        # Syzygy at the root: only the best-ranked moves are searched, scored by the tables.
+        tables = root_probe(self._tablebase, board, search_moves)
+        self._tablebase_note = tables.describe() if tables is not None else ""
+        if tables is not None:
+            search_moves = tables.moves
+            if on_iteration is not None:
+                report = on_iteration
+                on_iteration = lambda info: report(tables.rescore_info(info))  # noqa: E731
+        outcome = self._search.search(
             board,
             _capped(limit, self.config),
             multipv=multipv or self.config.multipv,
@@ -345,6 +381,7 @@ class AlphaBetaEngine(Engine):
             move_orders=move_orders,
             disabled_pruning=self.config.no_pruning,
         )
+        return tables.rescore(outcome) if tables is not None else outcome
 
     def play(self, board: chess.Board, limit: chess.engine.Limit) -> chess.Move:
         """The move to play within ``limit``.
@@ -375,7 +412,10 @@ class AlphaBetaEngine(Engine):
         return _analysis(board, self.search(board, limit, stop=stop))
 
     def close(self) -> None:
-        """Nothing to release beyond memory (the table goes with the object)."""
+        """Close the Syzygy tables (the transposition table goes with the object)."""
+        if self._tablebase is not None:
+            self._tablebase.close()
+            self._tablebase = None
 
 
 def _info_dict(info: SearchInfo, line: SearchLine, turn: chess.Color) -> chess.engine.InfoDict:
