@@ -13,12 +13,12 @@ import chess
 import chess.engine
 import chess.syzygy
 import pytest
+from tests.uci_fixtures import SessionTranscript
 
 from latentchess.engines.ab import AlphaBetaEngine
 from latentchess.engines.syzygy import TB_WIN_CP, root_probe
 from latentchess.errors import EngineError
 from latentchess.uci.session import UciSession
-from tests.uci_fixtures import SessionTranscript
 
 TABLES = Path(__file__).parent / "data" / "syzygy"
 
