@@ -54,7 +54,14 @@ from latentchess.uci.protocol import (
 if TYPE_CHECKING:
     from latentchess.wdl import WdlModel
 
-__all__ = ["UciSession", "run", "ENGINE_OPTION", "SHOW_WDL_OPTION", "CHESS960_OPTION", "EngineFactory"]
+__all__ = [
+    "UciSession",
+    "run",
+    "ENGINE_OPTION",
+    "SHOW_WDL_OPTION",
+    "CHESS960_OPTION",
+    "EngineFactory",
+]
 
 ENGINE_OPTION = "Engine"
 """The session's own option: the engine's spec (``ab``, ``latent:depth=4``, ``hybrid``...)."""
