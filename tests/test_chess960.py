@@ -233,6 +233,10 @@ def test_uci_session_chess960_option_positions_and_perft() -> None:
     t.send("setoption name UCI_Chess960 value true", "isready")
     t.wait_for("readyok")
     assert t.session.chess960
+    # The same game continued: the standard board is not reused in Chess960 mode.
+    t.send("position startpos moves e2e4 e7e5 g1f3 b8c6 f1c4 g8f6 e1g1 d7d6")
+    assert t.session.board is None  # e1g1 is no castling in Chess960 notation: refused
+    assert any("illegal move 7 'e1g1'" in line for line in t.infos())
     # On: castling as king takes rook, X-FEN and Shredder-FEN both read.
     t.send("position startpos moves e2e4 e7e5 g1f3 b8c6 f1c4 g8f6 e1h1", "go depth 2")
     board = chess.Board(chess960=True)
