@@ -162,6 +162,8 @@ def test_training_resumes_identically_and_eval_human_reads_the_model(
             str(tmp_path / "a" / "model"),
             "--json",
             str(out),
+            "--time-control",
+            "any",
             "--no-progress",
         ]
     )

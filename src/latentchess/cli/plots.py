@@ -1,4 +1,4 @@
-"""``latentchess plot umap|trajectory|depth-elo|attention|attribution``."""
+"""``latentchess plot umap|trajectory|depth-elo|human-bands|attention|attribution``."""
 
 from __future__ import annotations
 
@@ -39,6 +39,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     depth_elo.add_argument("--out", type=Path, default=Path("depth-elo.png"))
     depth_elo.add_argument("--no-paper", action="store_true", help="omit paper Table 2")
     depth_elo.set_defaults(func=_depth_elo)
+
+    human = kinds.add_parser(
+        "human-bands", help="human move matching by rating band next to published figures"
+    )
+    human.add_argument("results", type=Path, nargs="+", help="`eval-human --json` files")
+    human.add_argument("--label", action="append", default=None, help="series name (repeat)")
+    human.add_argument("--no-published", action="store_true", help="omit published figures")
+    human.add_argument("--out", type=Path, default=Path("human-bands.png"))
+    human.set_defaults(func=_human_bands)
 
     attention = kinds.add_parser("attention", help="a Chessformer layer's GAB for one square")
     attention.add_argument("fen", help="the position (FEN, or 'startpos')")
@@ -160,4 +169,26 @@ def _attribution(args: argparse.Namespace) -> int:
     )
     print("  " + "  ".join(f"{name} {value:+.3f}" for name, value in result.top(8)))
     print(plot_attribution(result, board, args.out))
+    return 0
+
+
+def _human_bands(args: argparse.Namespace) -> int:
+    import json
+
+    from latentchess.errors import DataFormatError
+    from latentchess.plots.human import plot_human_bands
+
+    runs = []
+    for path in args.results:
+        try:
+            run = json.loads(path.read_text())
+            if not isinstance(run, dict) or "by_band" not in run:
+                raise ValueError("no 'by_band'")
+        except (OSError, ValueError) as error:
+            raise DataFormatError(f"not an eval-human --json result: {error}", path=path) from error
+        runs.append(run)
+    if args.label is not None and len(args.label) != len(runs):
+        raise SystemExit(f"--label given {len(args.label)} times for {len(runs)} results")
+    references = [] if args.no_published else None
+    print(plot_human_bands(runs, args.out, labels=args.label, references=references))
     return 0

@@ -4,8 +4,9 @@ Both become one :class:`MoveData` of compact numpy arrays (saved as one ``.npz``
 every game as 64 absolute piece codes (:func:`latentchess.squares.board_pieces`), and per position
 the row of its board and of its game's first board (history rows are ``max(row - j, first)``),
 the move played (policy index), the legal moves (ragged), side information, both players'
-ratings, and the value target (the game's result from the mover's view, or an engine win
-probability). Batches are built from these by :func:`batch_features`.
+ratings, the mover's clock (a PGN ``[%clk]`` comment, when the game has them), and the value
+target (the game's result from the mover's view, or an engine win probability).
+Batches are built from these by :func:`batch_features`.
 
 Splits are deterministic hashes: a game is held out when its hash (of its ``Site`` header, or of
 its players, date and moves) falls below ``holdout_fraction``; a player is held out when the hash
@@ -64,7 +65,9 @@ _FIELDS = (
     "game",
     "mover",
     "game_heldout",
+    "clock",
 )
+_OPTIONAL = {"clock": np.float32}  # fields added later: files without them load as NaN
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,6 +93,8 @@ class MoveData:
         game: int32 game number in the file.
         mover: int32 index of the mover in ``players`` (-1 unknown).
         game_heldout: bool, the game is in the by-game held-out set.
+        clock: float32 seconds left on the mover's clock after the move played (its PGN
+            ``[%clk]`` comment, as Lichess exports it), NaN when the game has no clocks.
         players: player names (``mover`` indexes them).
     """
 
@@ -111,6 +116,7 @@ class MoveData:
     game: npt.NDArray[np.int32]
     mover: npt.NDArray[np.int32]
     game_heldout: npt.NDArray[np.bool_]
+    clock: npt.NDArray[np.float32]
     players: tuple[str, ...] = ()
 
     def __len__(self) -> int:
@@ -127,7 +133,10 @@ class MoveData:
     @classmethod
     def load(cls, path: Path) -> MoveData:
         with np.load(path, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in _FIELDS}
+            arrays = {name: data[name] for name in _FIELDS if name in data or name not in _OPTIONAL}
+            for name, dtype in _OPTIONAL.items():
+                if name not in arrays:
+                    arrays[name] = np.full(len(arrays["move"]), np.nan, dtype=dtype)
             return cls(players=tuple(str(p) for p in data["players"]), **arrays)
 
     def player_heldout(self, fraction: float) -> npt.NDArray[np.bool_]:
@@ -173,8 +182,10 @@ class _Builder:
         names: tuple[str | None, str | None],
         heldout: bool,
         scores: list[float] | None = None,
+        clocks: list[float | None] | None = None,
     ) -> None:
-        """Append every position of a game (``scores``: per-position White win probabilities)."""
+        """Append every position of a game (``scores``: per-position White win probabilities;
+        ``clocks``: the mover's seconds left after each move, None where unknown)."""
         first = self.boards
         seen: set[object] = set()
         ids = [self.player(n) if n else -1 for n in names]
@@ -221,6 +232,8 @@ class _Builder:
             lists["game"].append(game)
             lists["mover"].append(ids[mine])
             lists["game_heldout"].append(heldout)
+            clock = clocks[ply] if clocks is not None else None
+            lists["clock"].append(float("nan") if clock is None else clock)
             seen.add(key)
             self.boards += 1
             board.push(move)
@@ -250,6 +263,7 @@ class _Builder:
             game=np.asarray(lists["game"], dtype=np.int32),
             mover=np.asarray(lists["mover"], dtype=np.int32),
             game_heldout=np.asarray(lists["game_heldout"], dtype=bool),
+            clock=np.asarray(lists["clock"], dtype=np.float32),
             players=players,
         )
 
@@ -353,6 +367,7 @@ def read_pgn_moves(
                 ]
             )
         names = (headers.get("White"), headers.get("Black"))
+        clocks = [node.clock() for node in game.mainline()]
         builder.add_game(
             board,
             moves,
@@ -361,6 +376,7 @@ def read_pgn_moves(
             game=index,
             names=names,
             heldout=hash_fraction("game:" + key) < holdout_fraction,
+            clocks=clocks,
         )
         count += 1
         if progress and count % 1000 == 0:

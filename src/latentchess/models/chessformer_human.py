@@ -1,8 +1,11 @@
 """Human move matching: top-1 accuracy of a move predictor overall and per rating band of the mover.
 
-The Maia papers' measure: for every position of every rated game, does the model's most probable
-move (given both players' ratings) equal the move the human played? Bands are 200 points wide
-(``"1400-1599"``), with open ends below 800 and from 2400.
+The Maia papers' measure: for every position kept by the protocol, does the model's most probable
+legal move (given both players' ratings) equal the move the human played? Which positions count
+(skipped plies, clocks, speeds) and the bands of the mover's rating are a
+:class:`~latentchess.evaluation.human.HumanProtocol` (default: the field's: Maia-3 and Allie);
+:func:`rating_band` / :func:`band_accuracy` keep the 200-point bands (``"1400-1599"``, open ends
+below 800 and from 2400) that training reports.
 """
 
 from __future__ import annotations
@@ -10,12 +13,16 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from latentchess.evaluation.human import HumanProtocol
 
 __all__ = ["HumanEval", "rating_band", "band_accuracy", "evaluate_human"]
 
@@ -57,7 +64,7 @@ class HumanEval:
     Attributes:
         accuracy: top-1 move-matching accuracy over all positions.
         positions: positions evaluated.
-        by_band: per rating band of the mover: accuracy and positions.
+        by_band: per rating band of the mover: accuracy, positions, games, 95% intervals.
         games: games evaluated.
         model: the model directory.
         seconds: wall time.
@@ -66,7 +73,7 @@ class HumanEval:
 
     accuracy: float
     positions: int
-    by_band: dict[str, dict[str, float | int]]
+    by_band: dict[str, dict[str, Any]]
     games: int
     model: str
     seconds: float
@@ -84,10 +91,15 @@ class HumanEval:
         }
 
     def table(self) -> str:
-        lines = [f"{'band':>10}  {'positions':>9}  {'top-1':>6}"]
-        for band, row in self.by_band.items():
-            lines.append(f"{band:>10}  {row['positions']:>9}  {row['accuracy']:>6.3f}")
-        lines.append(f"{'all':>10}  {self.positions:>9}  {self.accuracy:>6.3f}")
+        """Bands and overall: positions, games, top-1 and its 95% interval (over games)."""
+        lines = [f"{'band':>10}  {'positions':>9}  {'games':>5}  {'top-1':>6}  95% interval"]
+        rows = [*self.by_band.items(), ("all", {**self.to_dict(), "games": self.games})]
+        for band, row in rows:
+            accuracy, interval = row.get("accuracy"), row.get("ci95")
+            text = "     -" if accuracy is None else f"{accuracy:>6.3f}"
+            ci = f"[{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""
+            counts = f"{row['positions']:>9}  {row.get('games', ''):>5}"
+            lines.append(f"{band:>10}  {counts}  {text}  {ci}")
         return "\n".join(lines)
 
 
@@ -95,6 +107,8 @@ def evaluate_human(
     pgn: str | Path,
     model_dir: str | Path | None = None,
     *,
+    protocol: HumanProtocol | None = None,
+    exclude_players_of: Sequence[str | Path] = (),
     max_games: int | None = None,
     skip_games: int = 0,
     heldout: str = "all",
@@ -103,11 +117,16 @@ def evaluate_human(
     device: str = "cpu",
     progress: bool = True,
 ) -> HumanEval:
-    """Top-1 move matching of a Chessformer on every position of the rated games in ``pgn``.
+    """Top-1 move matching of a Chessformer on the positions of ``pgn`` that ``protocol`` keeps.
 
     Args:
-        pgn: games with ``WhiteElo``/``BlackElo`` (``.gz``/``.zst`` streamed).
+        pgn: games with ``WhiteElo``/``BlackElo`` (``.gz``/``.zst`` streamed); ``[%clk]``
+            comments and ``TimeControl`` headers are read when the protocol filters on them.
         model_dir: a Chessformer model directory (default: the shipped human model).
+        protocol: which plies, clocks, speeds and bands (default: the field's,
+            :class:`~latentchess.evaluation.human.HumanProtocol`).
+        exclude_players_of: training PGNs; games where either player (or the game's URL) appears
+            in them are left out, so the players are held out in the strict sense.
         max_games: read at most this many games.
         skip_games: pass over the file's first games (e.g. the ones trained on).
         heldout: ``"all"`` positions, only those of ``"games"`` held out by the training split's
@@ -121,9 +140,17 @@ def evaluate_human(
     import torch
 
     from latentchess.data.moves import batch_features, read_pgn_moves
+    from latentchess.evaluation.human import (
+        HumanProtocol,
+        band_table,
+        protocol_mask,
+        read_game_headers,
+        training_players,
+    )
     from latentchess.models.chessformer_io import ChessformerModel, resolve_chessformer_path
     from latentchess.squares import POLICY_SIZE
 
+    protocol = protocol if protocol is not None else HumanProtocol()
     started = time.monotonic()
     path = resolve_chessformer_path(model_dir)
     model = ChessformerModel.load(path, device=device)
@@ -134,7 +161,14 @@ def evaluate_human(
         skip_games=skip_games,
         progress=progress,
     )
+    seen = training_players(exclude_players_of) if exclude_players_of else None
+    keep, counts = protocol_mask(data, protocol, read_game_headers(pgn), seen)
     rows = select_rows(data, heldout, holdout_fraction)
+    rows = rows[keep[rows]]
+    if protocol.sample_positions is not None and protocol.sample_positions < len(rows):
+        rng = np.random.default_rng(protocol.seed)
+        rows = np.sort(rng.choice(rows, size=protocol.sample_positions, replace=False))
+        counts["positions_sampled"] = len(rows)
     cfg = model.cfg
     correct = np.zeros(len(rows), dtype=bool)
     tick = time.monotonic()
@@ -152,7 +186,7 @@ def evaluate_human(
         legal = torch.from_numpy(data.legal_mask(chunk, POLICY_SIZE)).to(model.device)
         best = policy.float().masked_fill(~legal, float("-inf")).argmax(dim=1).cpu().numpy()
         correct[start : start + len(chunk)] = best == data.move[chunk]
-        if progress and (start // batch_size) % 20 == 19:
+        if progress and (start // batch_size) % 5 == 4:
             done = start + len(chunk)
             rate = done / (time.monotonic() - tick)
             eta = (len(rows) - done) / max(rate, 1e-9)
@@ -161,18 +195,27 @@ def evaluate_human(
                 file=sys.stderr,
             )
     elos = data.self_elo[rows]
+    table = band_table(correct, elos, data.game[rows], protocol)
+    by_band = {band: row for band, row in table.items() if band != "all"}
     return HumanEval(
         accuracy=float(correct.mean()) if len(rows) else float("nan"),
         positions=len(rows),
-        by_band=band_accuracy(correct, elos),
+        by_band=by_band,
         games=len(np.unique(data.game[rows])),
         model=str(path),
         seconds=time.monotonic() - started,
         extra={
+            "ci95": table["all"].get("ci95"),
+            "wilson95": table["all"].get("wilson95"),
+            "protocol": protocol.to_dict(),
+            "filters": counts,
+            "exclude_players_of": [str(p) for p in exclude_players_of],
+            "training_players": len(seen.names) if seen is not None else None,
             "heldout": heldout,
             "pgn": str(pgn),
             "skip_games": skip_games,
             "max_games": max_games,
+            "positions_per_s": len(rows) / max(time.monotonic() - tick, 1e-9),
         },
     )
 
@@ -192,5 +235,11 @@ def select_rows(data: Any, heldout: str, fraction: float) -> npt.NDArray[np.int6
 
 
 def write_json(result: HumanEval, path: str | Path) -> None:
-    """Write the result's dict as JSON (keys ``accuracy``, ``positions``, ``by_band``, ...)."""
-    Path(path).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    """Write the result's dict as JSON (keys ``accuracy``, ``positions``, ``by_band``, ...) with
+    the git commit, atomically."""
+    from latentchess.provenance import git_commit
+
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({**result.to_dict(), "git_commit": git_commit()}, indent=2) + "\n")
+    tmp.replace(path)

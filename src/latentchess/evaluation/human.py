@@ -1,0 +1,366 @@
+"""Human move matching measured the way the field reports it: protocol, held-out players, intervals.
+
+The published human-move models are scored on a filtered set of positions, and a number is only
+comparable under the same filters. :class:`HumanProtocol` states them; its defaults are the
+protocol of Maia-3 (Monroe et al., ICLR 2026, arXiv 2605.19091) and Allie (Zhang et al., ICLR 2025,
+arXiv 2410.03893) as the Allie repository's evaluation notes quote it:
+
+* skip each game's first 10 plies;
+* drop every position from the first ply on which the player to move has under 30 seconds (read
+  here from the ``[%clk]`` comment on the move, the time left after it, as Maia-2's code reads it);
+* blitz games only (Lichess's speed classes by ``base + 40 x increment`` seconds);
+* bands of the *mover's* rating: < 1400, 1400-1999, 2000-2399, >= 2400 (the bands of the Allie
+  2.0 blitz benchmark, which reports Maia-3 on this protocol).
+
+Positions of a game are correlated, so the 95% intervals come from a bootstrap over whole games
+(as the Allie notes do); a Wilson interval over positions is kept beside it for reference.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import chess.pgn
+import numpy as np
+import numpy.typing as npt
+
+from latentchess.data.positions import open_text
+from latentchess.errors import DataFormatError
+
+__all__ = [
+    "SPEEDS",
+    "FIELD_BANDS",
+    "PUBLISHED",
+    "HumanProtocol",
+    "GameHeaders",
+    "lichess_speed",
+    "band_label",
+    "band_labels",
+    "read_game_headers",
+    "training_players",
+    "protocol_mask",
+    "band_table",
+]
+
+SPEEDS = ("ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence")
+FIELD_BANDS = (1400, 2000, 2400)
+"""Band edges of the Allie 2.0 blitz benchmark (< 1400, 1400-1999, 2000-2399, >= 2400)."""
+
+_TIME_CONTROL = re.compile(r"^(\d+)\+(\d+)$")
+
+PUBLISHED: tuple[dict[str, Any], ...] = (
+    {
+        "model": "Maia-3 79M",
+        "band": "all",
+        "top1": 0.571,
+        "test_set": "original Allie test set (Lichess blitz, 2022)",
+        "protocol": "skip 10 plies; drop positions after a player first has < 30 s",
+        "source": "Monroe et al., Chessformer, ICLR 2026 (arXiv 2605.19091), abstract",
+    },
+    {
+        "model": "Allie (original)",
+        "band": "all",
+        "top1": 0.557,
+        "test_set": "Allie test set (Lichess blitz, 2022)",
+        "protocol": "skip 10 plies; stop at the first ply the mover has < 30 s",
+        "source": "Zhang et al., ICLR 2025 (arXiv 2410.03893), as quoted in y0mingzhang/allie "
+        "docs/DETAILS.md",
+    },
+    {
+        "model": "Maia-3 79M",
+        "band": "all",
+        "top1": 0.5906,
+        "test_set": "Allie 2.0 blitz benchmark (July 2026, 20,000 positions per band)",
+        "protocol": "skip 10 plies; stop at the first ply the mover has < 30 s (56,599 kept)",
+        "source": "y0mingzhang/allie docs/DETAILS.md, 'Maia's protocol' table",
+    },
+    {
+        "model": "Maia-3 5M",
+        "band": "all",
+        "top1": 0.5704,
+        "test_set": "Allie 2.0 blitz benchmark (July 2026)",
+        "protocol": "skip 10 plies; stop at the first ply the mover has < 30 s",
+        "source": "y0mingzhang/allie docs/DETAILS.md, 'Maia's protocol' table",
+    },
+    {
+        "model": "Allie (original)",
+        "band": ">=2400",
+        "top1": 0.592,
+        "test_set": "Allie 2.0 blitz benchmark (July 2026), every position (no ply/clock filter)",
+        "protocol": "all positions",
+        "source": "y0mingzhang/allie docs/DETAILS.md, 'The original Allie'",
+    },
+)
+"""Published top-1 figures with their test sets and protocols (facts only; see the docs)."""
+
+
+def lichess_speed(time_control: str) -> str | None:
+    """Lichess's speed class of a ``TimeControl`` header (``"180+2"`` -> ``"blitz"``).
+
+    Lichess classes a game by its estimated duration, base + 40 x increment seconds: under 30
+    ultrabullet, under 180 bullet, under 480 blitz, under 1500 rapid, else classical; ``"-"`` is
+    correspondence. Anything else (missing, ``"?"``) gives None.
+    """
+    if time_control.strip() == "-":
+        return "correspondence"
+    match = _TIME_CONTROL.match(time_control.strip())
+    if match is None:
+        return None
+    seconds = int(match.group(1)) + 40 * int(match.group(2))
+    for limit, name in ((30, "ultrabullet"), (180, "bullet"), (480, "blitz"), (1500, "rapid")):
+        if seconds < limit:
+            return name
+    return "classical"
+
+
+def band_label(elo: int, edges: Sequence[int]) -> str:
+    """The band of a rating between ascending ``edges``: ``"<1400"``, ``"1400-1999"``, ...,
+    ``">=2400"``."""
+    if elo < edges[0]:
+        return f"<{edges[0]}"
+    for low, high in itertools.pairwise(edges):
+        if elo < high:
+            return f"{low}-{high - 1}"
+    return f">={edges[-1]}"
+
+
+def band_labels(edges: Sequence[int]) -> list[str]:
+    """Every band of ``edges`` in rating order."""
+    return [band_label(edges[0] - 1, edges)] + [band_label(e, edges) for e in edges]
+
+
+@dataclass(frozen=True, kw_only=True)
+class HumanProtocol:
+    """Which positions count, and how they are grouped.
+
+    Attributes:
+        skip_plies: positions before this ply of each game are skipped (Maia-1/2/3, Allie: 10).
+        min_clock: seconds; positions where the mover's clock is below it are dropped (0: no
+            clock filter). Games without ``[%clk]`` comments keep all their positions (counted).
+        clock_rule: ``"truncate"``: drop everything from the first such ply on (Maia-3, Allie);
+            ``"position"``: drop only those positions (Maia-2's code).
+        speeds: Lichess speed classes kept (``()``: every game). Default blitz, as Maia-3/Allie.
+        band_edges: ascending rating edges of the mover's-rating bands.
+        sample_positions: score a uniform random sample of this many positions (None: all).
+        seed: for the sample and the bootstrap.
+        bootstrap: bootstrap draws over games for the 95% intervals.
+    """
+
+    skip_plies: int = 10
+    min_clock: float = 30.0
+    clock_rule: str = "truncate"
+    speeds: tuple[str, ...] = ("blitz",)
+    band_edges: tuple[int, ...] = FIELD_BANDS
+    sample_positions: int | None = None
+    seed: int = 0
+    bootstrap: int = 2000
+
+    def __post_init__(self) -> None:
+        if self.skip_plies < 0 or self.min_clock < 0:
+            raise ValueError(
+                f"skip_plies and min_clock must be >= 0, got {self.skip_plies}, {self.min_clock}"
+            )
+        if self.clock_rule not in ("truncate", "position"):
+            raise ValueError(f"clock_rule must be truncate or position, got {self.clock_rule!r}")
+        unknown = [s for s in self.speeds if s not in SPEEDS]
+        if unknown:
+            raise ValueError(f"unknown speed {unknown[0]!r}; choose from {', '.join(SPEEDS)}")
+        edges = list(self.band_edges)
+        if not edges or edges != sorted(set(edges)):
+            raise ValueError(f"band edges must be ascending and distinct, got {edges}")
+        if self.sample_positions is not None and self.sample_positions < 1:
+            raise ValueError(f"sample_positions must be >= 1, got {self.sample_positions}")
+        if self.bootstrap < 0:
+            raise ValueError(f"bootstrap must be >= 0, got {self.bootstrap}")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["speeds"] = list(self.speeds) or "any"
+        out["band_edges"] = list(self.band_edges)
+        out["bands"] = band_labels(self.band_edges)
+        return out
+
+
+@dataclass(frozen=True)
+class GameHeaders:
+    """The headers of one game that the protocol reads (``index``: the game's number in its file,
+    counted as :func:`latentchess.data.moves.read_pgn_moves` counts it)."""
+
+    index: int
+    white: str
+    black: str
+    site: str
+    speed: str | None
+
+
+def read_game_headers(path: str | Path) -> list[GameHeaders]:
+    """The headers of every game of a PGN (``.gz``/``.zst`` streamed), without parsing moves."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError("no such file", path=path)
+    out: list[GameHeaders] = []
+    with open_text(path) as handle:
+        while (headers := chess.pgn.read_headers(handle)) is not None:
+            out.append(
+                GameHeaders(
+                    index=len(out),
+                    white=headers.get("White", "?"),
+                    black=headers.get("Black", "?"),
+                    site=headers.get("Site", "?"),
+                    speed=lichess_speed(headers.get("TimeControl", "?")),
+                )
+            )
+    return out
+
+
+@dataclass(frozen=True)
+class TrainingPlayers:
+    """Player names and Lichess game URLs of training PGNs (what held-out means)."""
+
+    names: frozenset[str]
+    sites: frozenset[str]
+    files: tuple[str, ...] = field(default=())
+
+
+def training_players(paths: Iterable[str | Path]) -> TrainingPlayers:
+    """Every player name and ``lichess.org`` Site URL in the training PGNs (``"?"`` is no name)."""
+    names: set[str] = set()
+    sites: set[str] = set()
+    files = []
+    for path in paths:
+        files.append(str(path))
+        for game in read_game_headers(path):
+            names.update(n for n in (game.white, game.black) if n not in ("", "?"))
+            if "lichess.org/" in game.site:
+                sites.add(game.site)
+    return TrainingPlayers(frozenset(names), frozenset(sites), tuple(files))
+
+
+def protocol_mask(
+    data: Any,
+    protocol: HumanProtocol,
+    games: Sequence[GameHeaders],
+    seen: TrainingPlayers | None = None,
+) -> tuple[npt.NDArray[np.bool_], dict[str, int]]:
+    """(positions,) True where a position of ``data`` (a :class:`MoveData` read from the PGN whose
+    ``games`` these are) counts under ``protocol``, and the counts each filter removed.
+
+    A game is out when either player (or its URL) is in ``seen``, or its speed is not one of
+    ``protocol.speeds``. Ply = row within the game; the clock is ``data.clock``.
+    """
+    by_index = {g.index: g for g in games}
+    game = data.game.astype(np.int64)
+    ply = data.board_row - data.first_row
+    keep = np.ones(len(game), dtype=bool)
+    counts: dict[str, int] = {"positions_read": len(game)}
+    unique = np.unique(game)
+    missing = [int(i) for i in unique if int(i) not in by_index]
+    if missing:
+        raise DataFormatError(f"game {missing[0]} has no headers: the files do not match")
+    for name, test in (
+        ("games_with_a_training_player", _seen_test(seen)),
+        ("games_of_another_speed", _speed_test(protocol)),
+    ):
+        out = np.array([test(by_index[int(i)]) for i in unique], dtype=bool)
+        counts[name] = int(out.sum())
+        drop = np.isin(game, unique[out]) & keep
+        counts[f"positions_in_{name}"] = int(drop.sum())
+        keep &= ~drop
+    early = keep & (ply < protocol.skip_plies)
+    counts["positions_in_first_plies"] = int(early.sum())
+    keep &= ~early
+    if protocol.min_clock > 0:
+        clock = data.clock
+        known = ~np.isnan(clock)
+        clockless = np.setdiff1d(np.unique(game[keep]), np.unique(game[known]))
+        counts["games_without_clocks_kept"] = len(clockless)
+        low = known & (clock < protocol.min_clock)
+        if protocol.clock_rule == "truncate":
+            # the first low ply of each game; every position from it on goes
+            first_low = np.full(int(game.max()) + 1 if len(game) else 0, np.iinfo(np.int64).max)
+            np.minimum.at(first_low, game[low], ply[low])
+            low = ply >= first_low[game]
+        dropped = keep & low
+        counts["positions_after_low_clock"] = int(dropped.sum())
+        keep &= ~dropped
+    counts["positions_kept"] = int(keep.sum())
+    counts["games_kept"] = len(np.unique(game[keep]))
+    return keep, counts
+
+
+def _seen_test(seen: TrainingPlayers | None) -> Any:
+    if seen is None:
+        return lambda g: False
+    return lambda g: g.white in seen.names or g.black in seen.names or g.site in seen.sites
+
+
+def _speed_test(protocol: HumanProtocol) -> Any:
+    if not protocol.speeds:
+        return lambda g: False
+    return lambda g: g.speed not in protocol.speeds
+
+
+def _wilson(hits: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    if n == 0:
+        return float("nan"), float("nan")
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return float(centre - half), float(centre + half)
+
+
+def _bootstrap(
+    hits: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], draws: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    """95% percentile interval of sum(hits)/sum(counts) over games resampled with replacement."""
+    if draws == 0 or len(counts) < 2:
+        return float("nan"), float("nan")
+    chosen = rng.integers(0, len(counts), size=(draws, len(counts)))  # (draws, games)
+    rates = hits[chosen].sum(axis=1) / np.maximum(counts[chosen].sum(axis=1), 1)
+    low, high = np.percentile(rates, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def _known(interval: tuple[float, float]) -> list[float] | None:
+    """The interval, or None (JSON null) where there is none (no bootstrap, a single game)."""
+    return None if np.isnan(interval[0]) else [interval[0], interval[1]]
+
+
+def band_table(
+    correct: npt.ArrayLike,
+    elos: npt.ArrayLike,
+    games: npt.ArrayLike,
+    protocol: HumanProtocol,
+) -> dict[str, dict[str, Any]]:
+    """Per band of the mover's rating and ``"all"``: accuracy, positions, games, and 95%
+    intervals (``ci95``: bootstrap over games, None with fewer than 2 games; ``wilson95``:
+    binomial over positions)."""
+    hits = np.asarray(correct, dtype=bool)
+    ratings = np.asarray(elos)
+    game = np.asarray(games)
+    labels = np.array([band_label(int(e), protocol.band_edges) for e in ratings])
+    rng = np.random.default_rng(protocol.seed)
+    out: dict[str, dict[str, Any]] = {}
+    for band in [*band_labels(protocol.band_edges), "all"]:
+        chosen = np.ones(len(hits), bool) if band == "all" else labels == band
+        n = int(chosen.sum())
+        if band != "all" and n == 0:
+            out[band] = {"accuracy": None, "positions": 0, "games": 0}
+            continue
+        ids, inverse = np.unique(game[chosen], return_inverse=True)
+        per_hits = np.bincount(inverse, weights=hits[chosen], minlength=len(ids)).astype(np.int64)
+        per_n = np.bincount(inverse, minlength=len(ids)).astype(np.int64)
+        k = int(hits[chosen].sum())
+        out[band] = {
+            "accuracy": k / n if n else None,
+            "positions": n,
+            "games": len(ids),
+            "ci95": _known(_bootstrap(per_hits, per_n, protocol.bootstrap, rng)),
+            "wilson95": _known(_wilson(k, n)),
+        }
+    return out
