@@ -11,8 +11,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     """Add the ``plot`` command group."""
     plot = subparsers.add_parser(
         "plot",
-        help="draw the latent space, game paths, Elo vs depth, Chessformer attention and "
-        "attribution",
+        help="draw the latent space, game paths, Elo vs depth, human matching by band, Chessformer "
+        "attention and attribution",
     )
     kinds = plot.add_subparsers(dest="plot_kind", metavar="KIND", required=True)
 

@@ -202,7 +202,7 @@ def evaluate_human(
         positions=len(rows),
         by_band=by_band,
         games=len(np.unique(data.game[rows])),
-        model=str(path),
+        model=_repo_relative(path),
         seconds=time.monotonic() - started,
         extra={
             "ci95": table["all"].get("ci95"),
@@ -218,6 +218,14 @@ def evaluate_human(
             "positions_per_s": len(rows) / max(time.monotonic() - tick, 1e-9),
         },
     )
+
+
+def _repo_relative(path: str | Path) -> str:
+    """A path as results record it: relative to the repository when it lies inside it."""
+    from latentchess.provenance import REPO_ROOT
+
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(path)
 
 
 def select_rows(data: Any, heldout: str, fraction: float) -> npt.NDArray[np.int64]:
