@@ -4,7 +4,8 @@ Modules: ``limits`` (per-side limit strings), ``openings`` (PGN/EPD/Polyglot/ECO
 ``game`` (one game and its PGN record), ``match`` (concurrent, resumable matches), ``sprt``
 (sequential tests over game pairs), ``elo`` (BayesElo fits), ``ladder`` (bracket search against
 rated opponents), ``puzzles`` (Lichess-format puzzles), ``epd`` (bm/am and STS suites), ``workers``
-(one engine per thread over many items), ``human`` (human move matching per rating band),
+(one engine per thread over many items), ``human`` (human move matching's protocol: plies,
+clocks, speeds, bands, held-out players, intervals),
 ``attention`` (the Chessformer paper's attention analysis) and ``attribution`` (integrated
 gradients of a Chessformer move over the squares).
 Names below load on first use, so importing this package stays cheap.
@@ -45,6 +46,12 @@ _LAZY: dict[str, str] = {
     "run_puzzles": "latentchess.evaluation.puzzles",
     "make_puzzles": "latentchess.evaluation.puzzles",
     "read_epd": "latentchess.evaluation.epd",
+    "HumanProtocol": "latentchess.evaluation.human",
+    "lichess_speed": "latentchess.evaluation.human",
+    "read_game_headers": "latentchess.evaluation.human",
+    "training_players": "latentchess.evaluation.human",
+    "protocol_mask": "latentchess.evaluation.human",
+    "band_table": "latentchess.evaluation.human",
     "run_epd": "latentchess.evaluation.epd",
 }
 

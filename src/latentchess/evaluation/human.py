@@ -38,6 +38,7 @@ __all__ = [
     "PUBLISHED",
     "HumanProtocol",
     "GameHeaders",
+    "TrainingPlayers",
     "lichess_speed",
     "band_label",
     "band_labels",

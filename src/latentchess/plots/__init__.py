@@ -1,1 +1,2 @@
-"""Plots: the latent space (UMAP), game trajectories through it, and Elo against depth."""
+"""Plots: the latent space (UMAP), game trajectories through it, Elo against depth, and human move
+matching by rating band."""
