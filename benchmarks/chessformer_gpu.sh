@@ -34,5 +34,7 @@ $lc train chessformer --data "$data" --out "$out/main" --model-config "$config" 
     "$@" 2>&1 | tee "$out/main.log" | grep -v '"kind": "train"' || true
 if [[ -n "${EVAL_PGN:-}" ]]; then
     $lc eval-human "$EVAL_PGN" --model "$out/main/model" --skip-games "${SKIP_GAMES:-0}" \
-        --max-games "${EVAL_GAMES:-2000}" --device "${DEVICE:-cuda}" --no-progress --json "$out/human.json"
+        --max-games "${EVAL_GAMES:-2000}" --device "${DEVICE:-cuda}" --no-progress \
+        --skip-plies 0 --min-clock 0 --time-control any \
+        --bands 800,1000,1200,1400,1600,1800,2000,2200,2400 --json "$out/human.json"
 fi

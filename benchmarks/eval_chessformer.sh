@@ -12,7 +12,9 @@ LC=.venv/bin/latentchess
 mkdir -p "$OUT"
 export OMP_NUM_THREADS=1
 # The shipped model was trained on the file's first 12,000 games: games 12,001-14,000 are unseen.
+# Every position, 200-point bands (as recorded; the field's protocol is benchmarks/human_bands.sh)
 $LC eval-human "$PGN" --model "$MODEL" --skip-games 12000 --max-games 2000 --no-progress \
+    --skip-plies 0 --min-clock 0 --time-control any --bands 800,1000,1200,1400,1600,1800,2000,2200,2400 \
     --json "$OUT/unseen_games.json" | tee "$OUT/unseen_games.txt"
 $LC chessformer attention "$PGN" --model "$MODEL" --max-games 300 --positions 512 \
     --json "$OUT/attention_table3.json" | tee "$OUT/attention_table3.txt"
