@@ -31,9 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
             "For the positions of the rated games (WhiteElo/BlackElo) in GAMES that the protocol "
             "keeps, compare the model's most probable legal move with the move played; print the "
             "accuracy overall and per band of the mover's rating, with position and game counts "
-            "and 95%% intervals (bootstrap over games). The defaults are the protocol of Maia-3 "
+            "and 95% intervals (bootstrap over games). The defaults are the protocol of Maia-3 "
             "and Allie: skip the first 10 plies, drop every position from the first ply where the "
-            "mover's clock ([%%clk]) is under 30 s, blitz games only, bands <1400, 1400-1999, "
+            "mover's clock ([%clk]) is under 30 s, blitz games only, bands <1400, 1400-1999, "
             "2000-2399, >=2400. '--skip-plies 0 --min-clock 0 --time-control any' scores every "
             "position."
         ),
