@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from latentchess.argtypes import non_negative_int, positive_int, shard
+from latentchess.cluster import add_cluster_argument, cluster_pool
 
 if TYPE_CHECKING:
     import chess.engine
@@ -113,6 +114,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--max-plies", type=positive_int, default=300, help="game length cap (300)")
     _add_engine_flags(p, multipv=4)
     _add_output_flags(p, shard_rows=10_000)
+    add_cluster_argument(p)
     p.set_defaults(func=_generate)
 
     p = commands.add_parser(
@@ -315,14 +317,16 @@ def _generate(args: argparse.Namespace) -> int:
         num_shards=args.shard[1],
         openings=args.openings or DEFAULT_OPENINGS,
     )
-    result = generate(
-        config,
-        args.out,
-        workers=args.workers,
-        shard_rows=args.shard_rows,
-        stockfish=args.stockfish,
-        progress=args.progress,
-    )
+    with cluster_pool(args.cluster) as pool:
+        result = generate(
+            config,
+            args.out,
+            workers=args.workers,
+            shard_rows=args.shard_rows,
+            stockfish=args.stockfish,
+            progress=args.progress,
+            pool=pool,
+        )
     rate = result.labelled / result.seconds if result.seconds > 0 else 0.0
     print(
         f"generate: {result.rows} rows in {result.out} ({result.new_rows} new; "

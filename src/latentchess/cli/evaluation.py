@@ -7,6 +7,7 @@ imported inside the handlers so ``latentchess --help`` stays quick.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from latentchess.argtypes import positive_int
+from latentchess.cluster import add_cluster_argument, cluster_pool
 from latentchess.engines.default import DEFAULT_ENGINE_SPEC
 from latentchess.provenance import recording_models
 
@@ -208,6 +210,7 @@ def _register_match(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     p.add_argument("--limit2", type=_limit, help="engine2's limit, if different")
     _add_openings(p)
     p.add_argument("--workers", type=positive_int, help="concurrent games (default 2, 1 on 1 core)")
+    add_cluster_argument(p)
     p.add_argument("--pgn", type=Path, help="append games to this PGN (and resume from it)")
     p.add_argument("--event", default="latentchess match", help="PGN Event (identifies the match)")
     p.add_argument(
@@ -255,7 +258,7 @@ def _adjudication(args: argparse.Namespace) -> Any:
     if not args.adjudicate:
         return None
     return Adjudication(
-        make=lambda: create_engine(args.adjudicator),
+        make=functools.partial(create_engine, args.adjudicator),  # pickles to cluster workers
         limit=args.adjudicator_limit.fixed_limit(),
         resign_cp=args.resign_cp,
         resign_plies=args.resign_plies or None,
@@ -308,8 +311,8 @@ def _match(args: argparse.Namespace) -> int:
         sprt=sprt,
     )
     openings = _load_openings(args, (games + 1) // 2)
-    with recording_models() as models:
-        result = run_match(player1, player2, openings, config, pgn_path=args.pgn)
+    with recording_models() as models, cluster_pool(args.cluster) as pool:
+        result = run_match(player1, player2, openings, config, pgn_path=args.pgn, pool=pool)
     print(result.summary())
     terminations: dict[str, int] = {}
     for game in result.games:
@@ -460,6 +463,7 @@ def _register_ladder(subparsers: argparse._SubParsersAction) -> None:  # type: i
     p.add_argument("--calibration-games", type=positive_int, default=40, help="per lower-rung pair")
     _add_openings(p)
     p.add_argument("--workers", type=positive_int, help="concurrent games")
+    add_cluster_argument(p)
     _add_game_rules(p)
     p.add_argument("--json", type=Path, help="write the result as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -473,18 +477,19 @@ def _ladder(args: argparse.Namespace) -> int:
     limit = args.limit  # argparse applies type= to string defaults too
     rungs = [*(args.rung or default_rungs(step=args.step)), *args.add_rung]
     openings = _load_openings(args, max(args.games_per_rung, args.calibration_games) // 2 + 1)
-    play = match_runner(
-        pgn_path=args.pgn,
-        limit=limit,
-        rungs=rungs,
-        openings=openings,
-        workers=args.workers or default_workers(),
-        opponent_limit=args.opponent_limit,
-        max_plies=args.max_plies,
-        adjudication=_adjudication(args),
-        progress=not args.no_progress,
-    )
-    with recording_models() as models:
+    with recording_models() as models, cluster_pool(args.cluster) as pool:
+        play = match_runner(
+            pgn_path=args.pgn,
+            limit=limit,
+            rungs=rungs,
+            openings=openings,
+            workers=args.workers or default_workers(),
+            opponent_limit=args.opponent_limit,
+            max_plies=args.max_plies,
+            adjudication=_adjudication(args),
+            progress=not args.no_progress,
+            pool=pool,
+        )
         result = run_ladder(
             args.engine,
             rungs,
@@ -539,6 +544,7 @@ def _register_puzzles(subparsers: argparse._SubParsersAction) -> None:  # type: 
         "--limit", type=_limit, default="depth=6", help=_LIMIT_HELP + " (default depth=6)"
     )
     s.add_argument("--workers", type=positive_int, default=1, help="engines in parallel")
+    add_cluster_argument(s)
     s.add_argument("--max", type=positive_int, help="only the first N puzzles")
     s.add_argument("--band-width", type=positive_int, default=400, help="rating band width")
     s.add_argument("--themes", type=int, default=10, help="show the N most common themes")
@@ -576,15 +582,16 @@ def _puzzles_solve(args: argparse.Namespace) -> int:
         print(f"skipped: {problem}", file=sys.stderr)
     if args.max:
         puzzles = puzzles[: args.max]
-    with recording_models() as models:
+    with recording_models() as models, cluster_pool(args.cluster) as pool:
         report = run_puzzles(
-            lambda: create_engine(args.engine),
+            functools.partial(create_engine, args.engine),  # the spec as text: pickles
             puzzles,
             limit.fixed_limit(),
             workers=args.workers,
             progress=not args.no_progress,
             engine_name=parse_engine_spec(args.engine).name,
             limit_text=str(limit),
+            pool=pool,
         )
     print(report.table(args.band_width, themes=args.themes))
     if args.plot:

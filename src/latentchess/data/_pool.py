@@ -13,6 +13,12 @@ more. This keeps the last games of a generation run from being thrown away.
 
 Workers watch their parent: if it is killed (``kill -9``), they quit at the next position and
 their Stockfish exits with them, so no orphan keeps burning a core.
+
+On a cluster (``pool``: :mod:`latentchess.cluster`), a task is the unit of work: it runs on a
+cluster worker with that worker thread's Stockfish of the run (kept for the run's next tasks) and
+returns its whole result (no ticks, no early finish: a task in flight when the run has enough is
+simply not committed). Results are still committed strictly in task order by this process, so a
+lost worker (its tasks run again elsewhere) or a lost driver loses nothing committed.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import Any, Protocol
 
 import chess.engine
 
+from latentchess.cluster import WorkPool, new_tag, worker_resource
 from latentchess.data.stockfish import Labeller
 from latentchess.errors import EngineError, LatentChessError
 
@@ -156,15 +163,20 @@ def run_ordered(
     on_result: Callable[[int, Any], bool],
     on_tick: Callable[[int], None] = lambda n: None,
     should_finish: Callable[[], bool] = lambda: False,
+    pool: WorkPool | None = None,
 ) -> None:
     """Run ``job`` over ``tasks`` on ``workers`` Stockfish processes; results in task order.
 
-    With ``workers == 1`` everything runs in this process (no multiprocessing at all).
+    With ``workers == 1`` everything runs in this process (no multiprocessing at all); with a
+    ``pool`` (a cluster), on its workers instead (``job`` and the payloads must pickle).
 
     Raises:
         EngineError: a worker died or Stockfish kept crashing; other errors a job raised are
             re-raised here.
     """
+    if pool is not None:
+        _run_on_pool(job, spec, tasks, pool=pool, on_result=on_result)
+        return
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
     if workers == 1:
@@ -245,3 +257,73 @@ def run_ordered(
                 process.join(timeout=5)
         task_queue.cancel_join_thread()
         result_queue.cancel_join_thread()
+
+
+class _PoolContext:
+    """A cluster task's context: it runs to the end (see the module docstring)."""
+
+    def tick(self, n: int = 1) -> None:
+        pass
+
+    def stopped(self) -> bool:
+        return False
+
+    def finishing(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class _PoolTask:
+    """``job(labeller, payload)`` on a cluster worker, with that thread's labeller of the run."""
+
+    tag: str
+    job: Job
+    spec: LabellerSpec
+
+    def __call__(self, payload: Any) -> Any:
+        labeller = worker_resource(self.tag, "labeller", self.spec.open)
+        return self.job(labeller, payload, _PoolContext())
+
+
+def _run_on_pool(
+    job: Job,
+    spec: LabellerSpec,
+    tasks: Iterable[tuple[int, Any]],
+    *,
+    pool: WorkPool,
+    on_result: Callable[[int, Any], bool],
+) -> None:
+    """:func:`run_ordered` on a cluster: at most ``2 * pool.slots`` tasks in flight."""
+    import concurrent.futures
+
+    unit = _PoolTask(new_tag("labelling"), job, spec)
+    task_iter = iter(tasks)
+    in_flight: dict[concurrent.futures.Future[Any], int] = {}
+    order: deque[int] = deque()
+    finished: dict[int, Any] = {}
+    exhausted = False
+    try:
+        while True:
+            while not exhausted and len(in_flight) < 2 * pool.slots:
+                try:
+                    index, payload = next(task_iter)
+                except StopIteration:
+                    exhausted = True
+                    break
+                in_flight[pool.submit(unit, payload)] = index
+                order.append(index)
+            if not in_flight:
+                return
+            ready, _ = concurrent.futures.wait(
+                in_flight, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            for future in ready:
+                finished[in_flight.pop(future)] = future.result()
+            while order and order[0] in finished:
+                index = order.popleft()
+                if not on_result(index, finished.pop(index)):
+                    return
+    finally:
+        for future in in_flight:
+            future.cancel()
+        pool.release(unit.tag)

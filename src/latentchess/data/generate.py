@@ -16,7 +16,9 @@ games of a run, which stop where the run has enough positions (where exactly dep
 
 Sharding: game ``g`` belongs to shard ``g % N``, so ``--shard I/N`` runs on N machines never
 overlap; each shard makes its share of ``--positions`` and ``data merge`` deduplicates across
-shards. Resuming: see :mod:`latentchess.data.resume` (the cursor counts this shard's games).
+shards. Alternatively one shard's games (the unit of work) spread over a cluster's workers
+(``pool``, CLI ``--cluster``), committed in game order by this process alone. Resuming: see
+:mod:`latentchess.data.resume` (the cursor counts this shard's games).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import chess.engine
 import chess.pgn
 import numpy as np
 
+from latentchess.cluster import WorkPool
 from latentchess.data._pool import JobContext, LabellerSpec, run_ordered
 from latentchess.data.resume import ResumableWriter
 from latentchess.data.stockfish import MATE_SCORE_CP, Label, Labeller, limit_to_dict, make_limit
@@ -285,6 +288,7 @@ def generate(
     flush_seconds: float = 300.0,
     stockfish: str | Path | None = None,
     progress: bool = True,
+    pool: WorkPool | None = None,
 ) -> GenerateResult:
     """Generate this shard's positions into the dataset ``out``, resuming a previous run.
 
@@ -296,6 +300,8 @@ def generate(
         flush_seconds: write a shard at least this often.
         stockfish: Stockfish binary (default: :func:`~latentchess.data.stockfish.find_stockfish`).
         progress: show a progress bar on stderr.
+        pool: play the games on a cluster's workers instead (:mod:`latentchess.cluster`; a
+            game is the unit of work, ``workers`` is then unused).
     """
     from tqdm import tqdm
 
@@ -336,6 +342,8 @@ def generate(
         return writer.rows + counters["labelled"] - counters["returned"] >= target
 
     def on_result(k: int, rows: list[dict[str, Any]]) -> bool:
+        if pool is not None:  # cluster games report their positions at the end only
+            on_tick(len(rows))
         counters["returned"] += len(rows)
         new = []
         for row in rows:
@@ -363,6 +371,7 @@ def generate(
                 on_result=on_result,
                 on_tick=on_tick,
                 should_finish=should_finish,
+                pool=pool,
             )
     finally:
         writer.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,11 +66,14 @@ class Player:
 
     @classmethod
     def from_spec(cls, spec: str, limit: SideLimit) -> Player:
-        """A player built by :func:`latentchess.engines.registry.create_engine`."""
+        """A player built by :func:`latentchess.engines.registry.create_engine`.
+
+        ``make`` carries the spec as text, so the player pickles to a cluster's workers.
+        """
         from latentchess.engines.registry import create_engine, parse_engine_spec
 
-        parsed = parse_engine_spec(spec)
-        return cls(name=parsed.name, make=lambda: create_engine(parsed), limit=limit, spec=spec)
+        name = parse_engine_spec(spec).name  # a bad spec fails here, not on a worker
+        return cls(name=name, make=functools.partial(create_engine, spec), limit=limit, spec=spec)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import chess.engine
 
+from latentchess.cluster import WorkPool
 from latentchess.errors import LatentChessError
 from latentchess.evaluation.elo import EloFit, GameOutcome, fit_bayeselo
 from latentchess.evaluation.game import Adjudication
@@ -285,6 +286,7 @@ def match_runner(
     event: str = "latentchess ladder",
     progress: bool = True,
     make_player: Callable[[str, SideLimit], object] | None = None,
+    pool: WorkPool | None = None,
 ) -> PairingRunner:
     """A :data:`PairingRunner` that plays real matches, resuming from ``pgn_path``.
 
@@ -301,6 +303,8 @@ def match_runner(
         event: PGN Event of the ladder's games.
         progress: progress bars.
         make_player: builds a Player from a spec and limit (default ``Player.from_spec``).
+        pool: play every match's games on this cluster (:mod:`latentchess.cluster`) instead of
+            ``workers`` threads.
     """
     from latentchess.evaluation.match import MatchConfig, Player, run_match
 
@@ -319,7 +323,7 @@ def match_runner(
             max_plies=max_plies,
             adjudication=adjudication,
         )
-        result = run_match(first, second, openings, config, pgn_path=pgn_path)  # type: ignore[arg-type]
+        result = run_match(first, second, openings, config, pgn_path=pgn_path, pool=pool)  # type: ignore[arg-type]
         return [game.outcome() for game in result.games]
 
     return play

@@ -2,9 +2,11 @@
 
 Schedule: round ``r`` (1-based) plays opening ``(r - 1) // 2`` (cycling when there are fewer
 openings than pairs of games), player 1 White in odd rounds and Black in even ones, so every opening
-is played with both colours. Games run concurrently on ``workers`` threads; each thread owns its own
-engine instances (external engines are processes; one thinks at a time per game, so a worker keeps
-about one core busy). An engine that crashed, hung or cheated is restarted for the next game.
+is played with both colours. Games run concurrently on ``workers`` threads, or on the workers of a
+cluster (:mod:`latentchess.cluster`; a game is the unit of work); each thread owns its own engine
+instances (external engines are processes; one thinks at a time per game, so a worker keeps about
+one core busy). An engine that crashed, hung or cheated is restarted for the next game. Only this
+process writes the PGN, so a worker lost mid-game costs that game, which is played again.
 
 Each finished game is appended to the PGN at once, so an interrupted run keeps every finished game,
 and a later run with the same event, players and openings skips the rounds already in the file
@@ -28,11 +30,9 @@ the result. Resuming with other SPRT parameters than the games in the file is re
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import dataclasses
 import io
 import os
-import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +42,7 @@ import chess
 import chess.engine
 import chess.pgn
 
+from latentchess.cluster import ThreadPool, WorkPool, discard_resource, new_tag, worker_resource
 from latentchess.engines.base import Engine
 from latentchess.errors import DataFormatError, LatentChessError
 from latentchess.evaluation.elo import EloDiff, score_elo
@@ -50,7 +51,6 @@ from latentchess.evaluation.game import (
     GameRecord,
     Player,
     describe_engine,
-    model_provenance,
     play_game,
 )
 from latentchess.evaluation.openings import Opening
@@ -179,40 +179,47 @@ def _points(game: GameRecord, player: str) -> float:
 # --- the match ---------------------------------------------------------------------------------
 
 
-class _Engines:
-    """Engines per worker thread, created on first use and after crashes; closed at the end."""
+@dataclass(frozen=True, kw_only=True)
+class _Game:
+    """One game of a match as a unit of work: it pickles (players, config, run tag), so it runs
+    on a thread here or on a cluster worker, with that thread's engines of the run."""
 
-    def __init__(self, makers: Sequence[Callable[[], Engine]]) -> None:
-        self.makers = list(makers)
-        self.local = threading.local()
-        self.lock = threading.Lock()
-        self.created: list[Engine] = []
+    tag: str
+    player1: Player
+    player2: Player
+    config: MatchConfig
+    chess960: bool = False
 
-    def get(self, slot: int) -> Engine:
-        mine: dict[int, Engine] = self.local.__dict__.setdefault("engines", {})
-        if slot not in mine:
-            engine = self.makers[slot]()
-            with self.lock:
-                self.created.append(engine)
-            mine[slot] = engine
-        return mine[slot]
+    def engine(self, slot: int, player: Player) -> Engine:
+        engine = worker_resource(self.tag, slot, player.make)
+        if self.chess960 and not engine.supports_chess960():
+            raise LatentChessError(
+                f"{player.name} ({player.spec or player.name}) cannot play Chess960; "
+                "choose engines that can (ab, external engines with UCI_Chess960)"
+            )
+        return engine
 
-    def discard(self, slot: int) -> None:
-        mine: dict[int, Engine] = self.local.__dict__.setdefault("engines", {})
-        engine = mine.pop(slot, None)
-        if engine is not None:
-            _close_quietly(engine)
-
-    def close_all(self) -> None:
-        with self.lock:
-            for engine in self.created:
-                _close_quietly(engine)
-            self.created.clear()
-
-
-def _close_quietly(engine: Engine) -> None:
-    with contextlib.suppress(Exception):  # closing a crashed engine may fail: nothing to do
-        engine.close()
+    def __call__(self, round_number: int, opening: Opening) -> GameRecord:
+        first_white = round_number % 2 == 1
+        slots = (0, 1) if first_white else (1, 0)
+        players = (self.player1, self.player2)
+        sides = (players[slots[0]], players[slots[1]])
+        white = (sides[0], self.engine(slots[0], sides[0]))
+        black = (sides[1], self.engine(slots[1], sides[1]))
+        judge = self.config.adjudication
+        adjudicator = None if judge is None else worker_resource(self.tag, 2, judge.make)
+        record, crashed = play_game(
+            round_number=round_number,
+            opening=opening,
+            white=white,
+            black=black,
+            config=self.config,
+            adjudicator=adjudicator,
+        )
+        keys = {"white": slots[0], "black": slots[1], "adjudicator": 2}
+        for which in crashed:
+            discard_resource(self.tag, keys[which])
+        return record
 
 
 def run_match(
@@ -223,6 +230,7 @@ def run_match(
     *,
     pgn_path: str | Path | None = None,
     on_game: Callable[[GameRecord, MatchResult], None] | None = None,
+    pool: WorkPool | None = None,
 ) -> MatchResult:
     """Play (or finish) a match; see the module docstring.
 
@@ -232,6 +240,10 @@ def run_match(
         config: games, workers, adjudication, ...
         pgn_path: append games here; rounds of this match already in the file are skipped.
         on_game: called in the main thread after each finished game.
+        pool: where games run (:func:`latentchess.cluster.open_pool`; its slots replace
+            ``config.workers``); default: ``config.workers`` threads of this process. On a
+            cluster the players' and adjudicator's ``make`` must pickle
+            (:meth:`Player.from_spec` players do).
 
     Raises:
         LatentChessError: for an invalid setup, a resumed file that disagrees with this run's
@@ -271,53 +283,22 @@ def run_match(
     if first is None:  # everything played, or a decided test: leave the PGN untouched
         return result
     todo.appendleft(first)
-    makers: list[Callable[[], Engine]] = [player1.make, player2.make]
-    if config.adjudication is not None:
-        makers.append(config.adjudication.make)
-    engines = _Engines(makers)
-    models_lock = threading.Lock()
-
     chess960 = any(opening.chess960 for opening in openings)
-
-    def engine_for(slot: int, player: Player) -> Engine:
-        engine = engines.get(slot)
-        if chess960 and not engine.supports_chess960():
-            raise LatentChessError(
-                f"{player.name} ({player.spec or player.name}) cannot play Chess960; "
-                "choose engines that can (ab, external engines with UCI_Chess960)"
-            )
-        _check_model(engine, player.name, models, models_lock, pgn_path)
-        return engine
-
-    def play_round(round_number: int) -> GameRecord:
-        first_white = round_number % 2 == 1
-        slots = (0, 1) if first_white else (1, 0)
-        sides = (player1, player2) if first_white else (player2, player1)
-        white = (sides[0], engine_for(slots[0], sides[0]))
-        black = (sides[1], engine_for(slots[1], sides[1]))
-        adjudicator = engines.get(2) if config.adjudication is not None else None
-        record, crashed = play_game(
-            round_number=round_number,
-            opening=schedule[round_number],
-            white=white,
-            black=black,
-            config=config,
-            adjudicator=adjudicator,
-        )
-        for which in crashed:
-            engines.discard({"white": slots[0], "black": slots[1], "adjudicator": 2}[which])
-        return record
-
+    game = _Game(
+        tag=new_tag("match"), player1=player1, player2=player2, config=config, chess960=chess960
+    )
+    own_pool = ThreadPool(config.workers) if pool is None else None
+    runner: WorkPool = own_pool or pool  # type: ignore[assignment]
     progress = _progress(config, len(schedule), len(done), player1.name, player2.name)
     handle = _open_pgn(pgn_path)
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=config.workers)
     in_flight: dict[concurrent.futures.Future[GameRecord], int] = {}
     finished = False
     try:
         while True:
-            while len(in_flight) < config.workers and (number := next_round()) is not None:
+            slots = runner.slots
+            while len(in_flight) < slots and (number := next_round()) is not None:
                 started.add(number)
-                in_flight[pool.submit(play_round, number)] = number
+                in_flight[runner.submit(game, number, schedule[number])] = number
             if not in_flight:
                 break
             ready, _ = concurrent.futures.wait(
@@ -326,6 +307,7 @@ def run_match(
             for future in sorted(ready, key=in_flight.__getitem__):
                 del in_flight[future]
                 record = future.result()
+                _check_models(record, models, pgn_path)
                 result.games.append(record)
                 result.games.sort(key=_round)
                 status = result.sprt_status()
@@ -344,14 +326,17 @@ def run_match(
                     on_game(record, result)
         finished = True
     finally:
-        # On an error or Ctrl-C, games in flight are abandoned (their engines are closed under
-        # them); every game already written stays in the PGN.
-        pool.shutdown(wait=finished, cancel_futures=True)
+        # On an error or Ctrl-C, games in flight are abandoned (cancelled on a cluster; here
+        # their engines are closed under them); every game already written stays in the PGN.
+        for future in in_flight:
+            future.cancel()
+        if own_pool is not None:
+            own_pool.shutdown(wait=finished)
         if progress is not None:
             progress.close()
         if handle is not None:
             handle.close()
-        engines.close_all()
+        runner.release(game.tag)
     return result
 
 
@@ -393,28 +378,31 @@ def _open_pgn(path: str | Path | None) -> io.TextIOWrapper | None:
     return handle  # type: ignore[return-value]
 
 
-def _check_model(
-    engine: Engine,
-    name: str,
+def _check_models(
+    record: GameRecord,
     models: dict[str, tuple[str, str] | None],
-    lock: threading.Lock,
     pgn_path: str | Path | None,
 ) -> None:
-    """Refuse an engine whose model or precision differs from its player's earlier games."""
-    provenance = model_provenance(engine)
-    got = None if provenance is None else (provenance["model_sha256"], provenance["precision"])
-    with lock:
+    """Refuse a game whose engines ran another model or precision than their player's earlier
+    games (from the game's ``WhiteModelHash``/``WhitePrecision`` headers; none: no model)."""
+    headers = chess.pgn.read_headers(io.StringIO(record.pgn))
+    if headers is None:
+        return  # a record without PGN text (tests' stand-ins): nothing to compare
+    for side in ("White", "Black"):
+        name = headers.get(side, "")
+        model, precision = headers.get(f"{side}ModelHash"), headers.get(f"{side}Precision")
+        got = None if model is None or precision is None else (model, precision)
         want = models.setdefault(name, got)
-    if want == got:
-        return
-    where = f"the games already in {str(pgn_path)!r}" if pgn_path else "its first engine"
-    raise LatentChessError(
-        f"{name!r} now runs model {got[0] if got else None!r} at precision "
-        f"{got[1] if got else None!r}, but {where} used model {want[0] if want else None!r} at "
-        f"precision {want[1] if want else None!r}: mixing them would change what the score "
-        "measures; use the same model and an explicit precision (e.g. precision=fp32), or "
-        "another --event or PGN"
-    )
+        if want == got:
+            continue
+        where = f"the games already in {str(pgn_path)!r}" if pgn_path else "its first game"
+        raise LatentChessError(
+            f"{name!r} now runs model {got[0] if got else None!r} at precision "
+            f"{got[1] if got else None!r}, but {where} used model {want[0] if want else None!r} "
+            f"at precision {want[1] if want else None!r}: mixing them would change what the "
+            "score measures; use the same model and an explicit precision (e.g. "
+            "precision=fp32), or another --event or PGN"
+        )
 
 
 def _resume(

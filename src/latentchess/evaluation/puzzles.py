@@ -33,6 +33,7 @@ Making puzzles (:func:`make_puzzles`) from a labelled Parquet dataset (``data/st
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import math
 import random
@@ -44,6 +45,7 @@ from pathlib import Path
 import chess
 import chess.engine
 
+from latentchess.cluster import WorkPool
 from latentchess.encoding import fen_key
 from latentchess.engines.base import Engine
 from latentchess.errors import DataFormatError
@@ -428,6 +430,14 @@ def performance_rating(
     return (estimate, estimate - half, estimate + half)
 
 
+def _solve(engine: Engine, puzzle: Puzzle, *, limit: chess.engine.Limit) -> PuzzleResult:
+    return solve_puzzle(engine, puzzle, limit)
+
+
+def _unsolved(puzzle: Puzzle, error: Exception) -> PuzzleResult:
+    return PuzzleResult(puzzle=puzzle, solved=False, error=str(error))
+
+
 def run_puzzles(
     make: Callable[[], Engine],
     puzzles: Sequence[Puzzle],
@@ -437,18 +447,24 @@ def run_puzzles(
     progress: bool = True,
     engine_name: str = "",
     limit_text: str = "",
+    pool: WorkPool | None = None,
 ) -> PuzzleReport:
-    """Solve every puzzle with engines from ``make`` (one per worker thread)."""
+    """Solve every puzzle with engines from ``make`` (one per worker thread).
+
+    With a ``pool`` (:mod:`latentchess.cluster`), chunks of puzzles run on a cluster's workers;
+    ``make`` must then pickle (e.g. ``functools.partial(create_engine, spec)``).
+    """
     from latentchess.evaluation.workers import map_with_engines
 
     results = map_with_engines(
         make,
         puzzles,
-        lambda engine, puzzle: solve_puzzle(engine, puzzle, limit),
-        lambda puzzle, error: PuzzleResult(puzzle=puzzle, solved=False, error=str(error)),
+        functools.partial(_solve, limit=limit),
+        _unsolved,
         workers=workers,
         desc="puzzles",
         progress=progress,
+        pool=pool,
     )
     return PuzzleReport(results=results, engine=engine_name, limit=limit_text or str(limit))
 
