@@ -1,0 +1,234 @@
+"""Matches and data generation on a real Dask cluster on loopback: a scheduler and two worker
+processes started with Dask's own CLI, driven through ``latentchess ... --cluster``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import chess.pgn
+import pyarrow.parquet as pq
+import pytest
+
+import latentchess
+from evaluation_fixtures import require_stockfish
+from latentchess.cli import main
+from latentchess.cluster import parse_cluster
+from latentchess.errors import LatentChessError
+
+SRC = Path(latentchess.__file__).resolve().parents[1]
+OPENINGS = (
+    '[Opening "Italian"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 *\n\n'
+    '[Opening "French"]\n\n1. e4 e6 2. d4 d5 *\n\n'
+    '[Opening "Queen\'s Gambit"]\n\n1. d4 d5 2. c4 *\n'
+)
+
+
+@dataclass
+class Cluster:
+    address: str
+    workers: list[subprocess.Popen[bytes]]
+
+    def executed(self) -> list[int]:
+        """Tasks each live worker has run."""
+        from distributed import Client
+
+        with Client(self.address, timeout=30) as client:
+            counts = client.run(lambda dask_worker: dask_worker.state.executed_count)
+        return sorted(counts.values())
+
+
+def _env() -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
+@contextlib.contextmanager
+def dask_cluster(where: Path, workers: int = 2) -> Iterator[Cluster]:
+    """``dask scheduler`` and ``workers`` × ``dask worker --nthreads 1`` on 127.0.0.1."""
+    from distributed import Client
+
+    where.mkdir(parents=True, exist_ok=True)
+    file = where / "scheduler.json"
+    log = (where / "cluster.log").open("wb")
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
+             "--no-dashboard", "--scheduler-file", str(file)],
+            env=_env(), stdout=log, stderr=log,
+        )
+    ]  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not file.exists():
+            assert time.monotonic() < deadline, "the Dask scheduler did not start"
+            time.sleep(0.1)
+        address = json.loads(file.read_text())["address"]
+        for i in range(workers):
+            processes.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "dask", "worker", address, "--nthreads", "1",
+                     "--no-nanny", "--no-dashboard", "--host", "127.0.0.1", "--name", f"w{i}"],
+                    env=_env(), stdout=log, stderr=log,
+                )
+            )  # fmt: skip
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(workers, timeout=60)
+        yield Cluster(address=address, workers=processes[1:])
+    finally:
+        for process in reversed(processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    with dask_cluster(tmp_path_factory.mktemp("cluster")) as running:
+        yield running
+
+
+def read_games(path: Path) -> list[chess.pgn.Game]:
+    games = []
+    with path.open(encoding="utf-8") as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            games.append(game)
+    return games
+
+
+def match_argv(tmp_path: Path, games: int, *extra: str) -> list[str]:
+    openings = tmp_path / "openings.pgn"
+    openings.write_text(OPENINGS, encoding="utf-8")
+    return [
+        "match", "ab", "stockfish", "--limit1", "nodes=300", "--limit2", "nodes=100",
+        "--games", str(games), "--max-plies", "60", "--openings", str(openings), "--no-progress",
+        *extra,
+    ]  # fmt: skip
+
+
+def schedule(games: list[chess.pgn.Game]) -> list[tuple[int, str, str, str]]:
+    """(round, White, Black, opening) of every game, in round order."""
+    return sorted(
+        (int(g.headers["Round"]), g.headers["White"], g.headers["Black"], g.headers["Opening"])
+        for g in games
+    )
+
+
+def test_cluster_addresses_are_checked() -> None:
+    assert parse_cluster("local:2") == ("local", 2)
+    assert parse_cluster("10.0.0.5:8786") == ("tcp", "tcp://10.0.0.5:8786")
+    assert parse_cluster("tcp://sched:8786") == ("tcp", "tcp://sched:8786")
+    for bad, why in (("local:0", "at least one"), ("ray://h:10001", "Dask, not Ray"), ("x", "expected")):
+        with pytest.raises(LatentChessError, match=why):
+            parse_cluster(bad)
+    with pytest.raises(SystemExit):
+        main(["match", "ab", "stockfish", "--cluster", "nonsense"])
+
+
+def test_match_and_sprt_on_a_cluster_play_the_local_schedule(cluster, tmp_path) -> None:
+    require_stockfish()
+    before = sum(cluster.executed())
+    local, remote, report = tmp_path / "local.pgn", tmp_path / "cluster.pgn", tmp_path / "m.json"
+    assert main(match_argv(tmp_path, 6, "--pgn", str(local), "--workers", "1")) == 0
+    argv = match_argv(tmp_path, 6, "--pgn", str(remote), "--cluster", cluster.address)
+    assert main([*argv, "--json", str(report)]) == 0
+    played, expected = read_games(remote), read_games(local)
+    assert len(played) == len(expected) == 6
+    assert schedule(played) == schedule(expected)
+    for game in played:
+        assert game.headers["Result"] in ("1-0", "0-1", "1/2-1/2") and not game.errors
+        game.end().board()  # every move replays legally
+    summary = json.loads(report.read_text(encoding="utf-8"))
+    assert sum(summary["score"].values()) == 6 and summary["resumed_games"] == 0
+    executed = cluster.executed()
+    assert sum(executed) - before >= 6 and min(executed) >= 1  # both workers played
+
+    # SPRT over the cluster: whole pairs only, and a rerun resumes (no game played twice).
+    sprt = tmp_path / "sprt.pgn"
+    argv = match_argv(tmp_path, 8, "--pgn", str(sprt), "--cluster", cluster.address)
+    argv += ["--sprt", "0,400", "--alpha", "0.25", "--beta", "0.25"]
+    assert main(argv) == 0
+    games = read_games(sprt)
+    rounds = sorted(int(g.headers["Round"]) for g in games)
+    assert len(rounds) % 2 == 0 and rounds == list(range(1, len(rounds) + 1))
+    assert all("SPRTStatus" in g.headers for g in games)
+    assert main(argv) == 0
+    assert len(read_games(sprt)) == len(games)
+
+
+def test_data_generate_on_a_cluster_makes_the_local_rows(cluster, tmp_path) -> None:
+    require_stockfish()
+    common = ["data", "generate", "--positions", "40", "--nodes", "60", "--multipv", "2",
+              "--max-plies", "16", "--seed", "3", "--no-progress"]  # fmt: skip
+    local, remote = tmp_path / "local", tmp_path / "cluster"
+    assert main([*common, "--out", str(local), "--workers", "1"]) == 0
+    assert main([*common, "--out", str(remote), "--cluster", cluster.address]) == 0
+
+    def rows(directory: Path) -> list[tuple[str, int, int]]:
+        table = pq.read_table(sorted(directory.glob("*.parquet")))
+        return sorted(zip(*(table.column(c).to_pylist() for c in ("fen", "game", "ply"))))
+
+    assert len(rows(remote)) == 40
+    assert rows(remote) == rows(local)  # a game is a function of (seed, g), wherever it runs
+    # Resuming to a larger target adds only the missing rows, from the games after the cursor.
+    assert main([*common[:3], "60", *common[4:], "--out", str(remote), "--cluster",
+                 cluster.address]) == 0  # fmt: skip
+    assert len(rows(remote)) == 60 and set(rows(local)) <= set(rows(remote))
+
+
+def _games_in(path: Path) -> int:
+    return path.read_text(encoding="utf-8").count("[Result ") if path.exists() else 0
+
+
+def test_killed_worker_and_killed_driver_lose_no_finished_game(tmp_path) -> None:
+    require_stockfish()
+    with dask_cluster(tmp_path / "cluster") as running:
+        pgn = tmp_path / "games.pgn"
+        argv = match_argv(tmp_path, 6, "--pgn", str(pgn), "--cluster", running.address)
+        argv[argv.index("nodes=300")] = "nodes=2000"  # games long enough to kill things mid-run
+        command = [sys.executable, "-m", "latentchess", *argv]
+
+        # A worker dies mid-run: its game is played again on the other one; the match completes.
+        driver = subprocess.Popen(command, env=_env(), stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while _games_in(pgn) < 1:
+            assert driver.poll() is None and time.monotonic() < deadline, "no games written"
+            time.sleep(0.05)
+        running.workers[0].send_signal(signal.SIGKILL)
+        _, err = driver.communicate(timeout=300)
+        assert driver.returncode == 0, err.decode()[-2000:]
+        games = read_games(pgn)
+        assert sorted(int(g.headers["Round"]) for g in games) == list(range(1, 7))
+
+        # The driver dies mid-run: the finished games stay, byte for byte; a rerun completes.
+        pgn2 = tmp_path / "games2.pgn"
+        command[command.index(str(pgn))] = str(pgn2)
+        driver = subprocess.Popen(command, env=_env(), stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while _games_in(pgn2) < 2:
+            assert driver.poll() is None and time.monotonic() < deadline, "no games written"
+            time.sleep(0.05)
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+        written = pgn2.read_text(encoding="utf-8")
+        finished = _games_in(pgn2)
+        assert 2 <= finished < 6
+        rerun = subprocess.run(command, env=_env(), capture_output=True, timeout=300)
+        assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
+        assert pgn2.read_text(encoding="utf-8").startswith(written)
+        games = read_games(pgn2)
+        assert sorted(int(g.headers["Round"]) for g in games) == list(range(1, 7))
