@@ -9,8 +9,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,7 +133,8 @@ def test_cluster_addresses_are_checked() -> None:
     assert parse_cluster("local:2") == ("local", 2)
     assert parse_cluster("10.0.0.5:8786") == ("tcp", "tcp://10.0.0.5:8786")
     assert parse_cluster("tcp://sched:8786") == ("tcp", "tcp://sched:8786")
-    for bad, why in (("local:0", "at least one"), ("ray://h:10001", "Dask, not Ray"), ("x", "expected")):
+    bad_addresses = {"local:0": "at least one", "ray://h:10001": "Dask, not Ray", "x": "expected"}
+    for bad, why in bad_addresses.items():
         with pytest.raises(LatentChessError, match=why):
             parse_cluster(bad)
     with pytest.raises(SystemExit):
@@ -159,7 +161,7 @@ def test_match_and_sprt_on_a_cluster_play_the_local_schedule(cluster, tmp_path) 
 
     # SPRT over the cluster: whole pairs only, and a rerun resumes (no game played twice).
     sprt = tmp_path / "sprt.pgn"
-    argv = match_argv(tmp_path, 8, "--pgn", str(sprt), "--cluster", cluster.address)
+    argv = match_argv(tmp_path, 4, "--pgn", str(sprt), "--cluster", cluster.address)
     argv += ["--sprt", "0,400", "--alpha", "0.25", "--beta", "0.25"]
     assert main(argv) == 0
     games = read_games(sprt)
@@ -180,7 +182,8 @@ def test_data_generate_on_a_cluster_makes_the_local_rows(cluster, tmp_path) -> N
 
     def rows(directory: Path) -> list[tuple[str, int, int]]:
         table = pq.read_table(sorted(directory.glob("*.parquet")))
-        return sorted(zip(*(table.column(c).to_pylist() for c in ("fen", "game", "ply"))))
+        columns = (table.column(c).to_pylist() for c in ("fen", "game", "ply"))
+        return sorted(zip(*columns, strict=True))
 
     assert len(rows(remote)) == 40
     assert rows(remote) == rows(local)  # a game is a function of (seed, g), wherever it runs
@@ -194,41 +197,45 @@ def _games_in(path: Path) -> int:
     return path.read_text(encoding="utf-8").count("[Result ") if path.exists() else 0
 
 
-def test_killed_worker_and_killed_driver_lose_no_finished_game(tmp_path) -> None:
+def _wait_for_games(path: Path, count: int, alive: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 120
+    while _games_in(path) < count:
+        assert alive() and time.monotonic() < deadline, f"fewer than {count} games in {path}"
+        time.sleep(0.05)
+
+
+def test_killed_driver_and_killed_worker_lose_no_finished_game(cluster, tmp_path) -> None:
+    """Runs last in this file: it kills one of the module cluster's two workers."""
     require_stockfish()
-    with dask_cluster(tmp_path / "cluster") as running:
-        pgn = tmp_path / "games.pgn"
-        argv = match_argv(tmp_path, 6, "--pgn", str(pgn), "--cluster", running.address)
-        argv[argv.index("nodes=300")] = "nodes=2000"  # games long enough to kill things mid-run
-        command = [sys.executable, "-m", "latentchess", *argv]
+    pgn = tmp_path / "games.pgn"
+    argv = match_argv(tmp_path, 6, "--pgn", str(pgn), "--cluster", cluster.address)
+    argv[argv.index("nodes=300")] = "nodes=2000"  # games long enough to kill things mid-run
 
-        # A worker dies mid-run: its game is played again on the other one; the match completes.
-        driver = subprocess.Popen(command, env=_env(), stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 120
-        while _games_in(pgn) < 1:
-            assert driver.poll() is None and time.monotonic() < deadline, "no games written"
-            time.sleep(0.05)
-        running.workers[0].send_signal(signal.SIGKILL)
-        _, err = driver.communicate(timeout=300)
-        assert driver.returncode == 0, err.decode()[-2000:]
-        games = read_games(pgn)
-        assert sorted(int(g.headers["Round"]) for g in games) == list(range(1, 7))
+    # The driver dies mid-run: the finished games stay, byte for byte; a rerun completes.
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "latentchess", *argv], env=_env(), stderr=subprocess.DEVNULL
+    )
+    _wait_for_games(pgn, 2, lambda: driver.poll() is None)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait(timeout=30)
+    written = pgn.read_text(encoding="utf-8")
+    assert 2 <= _games_in(pgn) < 6
+    assert main(argv) == 0
+    assert pgn.read_text(encoding="utf-8").startswith(written)
+    assert sorted(int(g.headers["Round"]) for g in read_games(pgn)) == list(range(1, 7))
 
-        # The driver dies mid-run: the finished games stay, byte for byte; a rerun completes.
-        pgn2 = tmp_path / "games2.pgn"
-        command[command.index(str(pgn))] = str(pgn2)
-        driver = subprocess.Popen(command, env=_env(), stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 120
-        while _games_in(pgn2) < 2:
-            assert driver.poll() is None and time.monotonic() < deadline, "no games written"
-            time.sleep(0.05)
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(timeout=30)
-        written = pgn2.read_text(encoding="utf-8")
-        finished = _games_in(pgn2)
-        assert 2 <= finished < 6
-        rerun = subprocess.run(command, env=_env(), capture_output=True, timeout=300)
-        assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
-        assert pgn2.read_text(encoding="utf-8").startswith(written)
-        games = read_games(pgn2)
-        assert sorted(int(g.headers["Round"]) for g in games) == list(range(1, 7))
+    # A worker dies mid-run: its game is played again on the other one; the match completes.
+    pgn2 = tmp_path / "games2.pgn"
+    argv[argv.index(str(pgn))] = str(pgn2)
+    victim = cluster.workers[0]
+
+    def kill_a_worker() -> None:
+        _wait_for_games(pgn2, 1, lambda: True)
+        victim.send_signal(signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_a_worker)
+    killer.start()
+    assert main(argv) == 0
+    killer.join()
+    assert victim.wait(timeout=10) == -signal.SIGKILL
+    assert sorted(int(g.headers["Round"]) for g in read_games(pgn2)) == list(range(1, 7))
