@@ -1,6 +1,6 @@
 """The same match locally and on a 2-worker Dask cluster: wall time and speed-up.
 
-Usage: python benchmarks/bench_cluster_speedup.py --games 20 --repeats 2
+Usage: python benchmarks/bench_cluster_speedup.py --games 20 --repeats 2 --name speedup-fast
 
 Plays one match (``ab`` at a fixed node count against Stockfish at a fixed node count, fixed
 openings, so every configuration plays the same games' worth of work) through the CLI, as a user
@@ -45,6 +45,7 @@ def main() -> int:
     parser.add_argument("--limit2", default="nodes=300", help="Stockfish's limit")
     parser.add_argument("--max-plies", type=int, default=120)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/cluster"))
+    parser.add_argument("--name", default="speedup", help="results file: OUT/NAME.json")
     parser.add_argument("--scratch", type=Path, default=Path("runs/bench_cluster_speedup"))
     args = parser.parse_args()
     args.scratch.mkdir(parents=True, exist_ok=True)
@@ -113,7 +114,7 @@ def main() -> int:
         "runs": runs,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "speedup.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
     return 0
 

@@ -24,6 +24,7 @@ from evaluation_fixtures import require_stockfish
 from latentchess.cli import main
 from latentchess.cluster import parse_cluster
 from latentchess.errors import LatentChessError
+from latentchess.evaluation.puzzles import PUZZLE_COLUMNS
 
 SRC = Path(latentchess.__file__).resolve().parents[1]
 OPENINGS = (
@@ -191,6 +192,30 @@ def test_data_generate_on_a_cluster_makes_the_local_rows(cluster, tmp_path) -> N
     assert main([*common[:3], "60", *common[4:], "--out", str(remote), "--cluster",
                  cluster.address]) == 0  # fmt: skip
     assert len(rows(remote)) == 60 and set(rows(local)) <= set(rows(remote))
+
+
+PUZZLES = [  # two mates in one and an opening line, each eight times under other ids
+    "6k1/p1p2ppp/1pqp2r1/3Q4/8/1P6/P1P2PPP/4RK2 b - - 8 22,c6d5 e1e8,400,116,81,1125,mate mateIn1",
+    "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR b KQkq - 0 1,a7a6 f3f7,900,80,90,100,"
+    "mate mateIn1",
+    f"{chess.STARTING_FEN},e2e4 e7e5 g1f3 b8c6 f1b5,1700,80,90,100,opening",
+]
+
+
+def test_puzzles_on_a_cluster_give_the_local_report(cluster, tmp_path) -> None:
+    require_stockfish()
+    csv = tmp_path / "puzzles.csv"
+    rows = [f"p{i}{j},{row},https://example.org/{i}{j}," for i in range(8) for j, row in
+            enumerate(PUZZLES)]  # fmt: skip
+    csv.write_text("\n".join([",".join(PUZZLE_COLUMNS), *rows]) + "\n", encoding="utf-8")
+    argv = ["puzzles", "solve", str(csv), "--engine", "stockfish", "--limit", "depth=3",
+            "--no-progress"]  # fmt: skip
+    local, remote = tmp_path / "local.json", tmp_path / "cluster.json"
+    assert main([*argv, "--json", str(local)]) == 0
+    assert main([*argv, "--json", str(remote), "--cluster", cluster.address]) == 0
+    got, want = (json.loads(path.read_text(encoding="utf-8")) for path in (remote, local))
+    assert got["puzzles"] == 24 and got["solved"] >= 16  # the mates at least
+    assert (got["solved"], sorted(got["failed"])) == (want["solved"], sorted(want["failed"]))
 
 
 def _games_in(path: Path) -> int:
