@@ -50,7 +50,7 @@ class Cluster:
 
 def _env() -> dict[str, str]:
     path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
-    return {**os.environ, "PYTHONPATH": path}
+    return {**os.environ, "PYTHONPATH": path, "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
 
 
 @contextlib.contextmanager

@@ -233,20 +233,24 @@ def open_pool(address: str | None, workers: int) -> Iterator[WorkPool]:
         return
     kind, where = parse_cluster(address)
     try:
+        import dask.config
         from distributed import Client, LocalCluster
     except ImportError as error:
         raise LatentChessError(
             "--cluster needs Dask's distributed package: pip install 'latentchess[cluster]'"
         ) from error
     if kind == "local":
-        local = LocalCluster(
-            n_workers=int(where),
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        )
+        # Dask's statistical profiler samples every thread's stack each 10 ms, which cost about
+        # a fifth of a game's time here (benchmarks/results/cluster): off (workers inherit it).
+        with dask.config.set({"distributed.worker.profile.enabled": False}):
+            local = LocalCluster(
+                n_workers=int(where),
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
         with local, Client(local) as client:
             yield DaskPool(client, address)
         return
@@ -260,7 +264,7 @@ def open_pool(address: str | None, workers: int) -> Iterator[WorkPool]:
         except TimeoutError as error:
             raise LatentChessError(
                 f"the Dask scheduler at {where!r} has no worker after 60 s: start one with "
-                f"`dask worker {where} --nthreads 1`"
+                f"`dask worker {where} --nthreads 1` (docs/cluster.md)"
             ) from error
         yield DaskPool(client, str(where))
 
