@@ -252,15 +252,19 @@ def test_killed_driver_and_killed_worker_lose_no_finished_game(cluster, tmp_path
     # A worker dies mid-run: its game is played again on the other one; the match completes.
     pgn2 = tmp_path / "games2.pgn"
     argv[argv.index(str(pgn))] = str(pgn2)
+    argv[argv.index("6")] = "10"  # --games
     victim = cluster.workers[0]
+    at_kill: list[int] = []
 
     def kill_a_worker() -> None:
         _wait_for_games(pgn2, 1, lambda: True)
         victim.send_signal(signal.SIGKILL)
+        at_kill.append(_games_in(pgn2))
 
     killer = threading.Thread(target=kill_a_worker)
     killer.start()
     assert main(argv) == 0
     killer.join()
     assert victim.wait(timeout=10) == -signal.SIGKILL
-    assert sorted(int(g.headers["Round"]) for g in read_games(pgn2)) == list(range(1, 7))
+    assert at_kill[0] < 10  # the worker died while the match was running
+    assert sorted(int(g.headers["Round"]) for g in read_games(pgn2)) == list(range(1, 11))
