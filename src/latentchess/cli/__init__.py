@@ -25,6 +25,7 @@ _COMMAND_MODULES = (
     "latentchess.cli.chessformer",
     "latentchess.cli.engines",
     "latentchess.cli.evaluation",
+    "latentchess.cli.tune",
     "latentchess.cli.human",
     "latentchess.cli.plots",
     "latentchess.cli.demo",

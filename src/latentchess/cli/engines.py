@@ -43,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     _spec_arguments(uci, limits=False)  # each UCI 'go' carries its own limits
     _engine_argument(uci)
+    uci.add_argument(
+        "--tunable",
+        action="store_true",
+        help="declare the alpha-beta search's tunable constants as UCI spin options (spec key "
+        "tune=1), for SPSA tuners that drive the engine by setoption (OpenBench, fastchess)",
+    )
     uci.set_defaults(func=_uci)
 
     best = subparsers.add_parser(
@@ -211,7 +217,14 @@ def _score_text(analysis: Analysis) -> str:
 def _uci(args: argparse.Namespace) -> int:
     from latentchess.uci import run
 
-    return run(spec=_engine_spec(args, depth_in_spec=True).text)
+    spec = _engine_spec(args, depth_in_spec=True).text
+    if args.tunable:
+        from latentchess.engines.registry import parse_engine_spec
+
+        if parse_engine_spec(spec).kind != "ab":
+            raise EngineError(f"--tunable needs an 'ab' engine, got {spec!r}")
+        spec += ("," if ":" in spec else ":") + "tune=1"
+    return run(spec=spec)
 
 
 def _bestmove(args: argparse.Namespace) -> int:

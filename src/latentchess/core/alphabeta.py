@@ -6,6 +6,11 @@ the game's history are exact), releases the GIL while it runs, and streams one
 :class:`SearchInfo` per completed iteration to a callback. :class:`StopSignal` is a
 ``threading.Event`` whose ``set()`` also reaches a running native search at once; with a plain
 event the search polls it (about every thousand nodes).
+
+The search's tunable constants (pruning margins, reductions, the aspiration window, time factors:
+``core/cpp/search_parameters.h``) are :data:`SEARCH_PARAMETERS`, each with its tuning range and
+the step sizes of the OpenBench SPSA recipe; an :class:`AlphaBeta` takes values for any of them
+(``parameters``) and every thread of its searches uses them.
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ from latentchess.errors import EngineError
 __all__ = [
     "EVALUATORS",
     "PRUNING",
+    "SEARCH_PARAMETERS",
     "AlphaBeta",
+    "SearchParameter",
     "SearchInfo",
     "SearchLine",
     "SearchOutcome",
     "StopSignal",
+    "check_search_parameters",
     "native_position",
     "time_budget_ms",
 ]
@@ -45,6 +53,104 @@ native switch."""
 
 EVALUATORS = ("hce", "pesto")
 """Evaluators built into the core: the hand-crafted evaluation, and its PeSTO tables alone."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchParameter:
+    """One tunable constant of the native search, with its tuning range.
+
+    Attributes:
+        name: the field of ``SearchParameters`` (search_parameters.h); also the engine spec key
+            and the UCI option name of a tunable ``ab`` (``ab:tune=1``).
+        default: the value the search was written with (the core's default).
+        minimum, maximum: the range an engine accepts and a tuner explores.
+        c_end: the SPSA perturbation at the last iteration (OpenBench's ``c_end``; about a
+            twentieth of the range, at least 0.5 for an integer).
+        r_end: the SPSA learning rate at the last iteration (OpenBench's ``r_end``).
+        summary: what it does, in one line.
+    """
+
+    name: str
+    default: int
+    minimum: int
+    maximum: int
+    c_end: float
+    r_end: float = 0.002
+    summary: str
+
+    def __post_init__(self) -> None:
+        if not self.minimum <= self.default <= self.maximum:
+            raise ValueError(f"{self.name}: default {self.default} outside its range")
+
+
+def _parameter(
+    name: str, default: int, minimum: int, maximum: int, c_end: float, summary: str
+) -> SearchParameter:
+    return SearchParameter(
+        name=name, default=default, minimum=minimum, maximum=maximum, c_end=c_end, summary=summary
+    )
+
+
+SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
+    _parameter("reverse_futility_margin", 85, 40, 160, 8, "reverse futility margin per ply"),
+    _parameter("reverse_futility_depth", 6, 3, 10, 0.5, "deepest reverse futility pruning"),
+    _parameter("null_move_base_reduction", 3, 1, 6, 0.5, "null-move reduction, constant part"),
+    _parameter("null_move_depth_divisor", 4, 2, 8, 0.5, "null move: a ply more per N plies"),
+    _parameter("null_move_eval_divisor", 200, 100, 400, 15, "null move: a ply more per N cp"),
+    _parameter("null_move_eval_max_reduction", 3, 1, 6, 0.5, "null move: most plies for eval"),
+    _parameter("futility_base", 90, 30, 200, 8, "futility margin, constant part (cp)"),
+    _parameter("futility_per_depth", 100, 50, 200, 8, "futility margin per ply (cp)"),
+    _parameter("futility_depth", 6, 3, 10, 0.5, "deepest futility and SEE pruning"),
+    _parameter("late_move_pruning_base", 3, 0, 10, 0.5, "late-move pruning: base + depth^2"),
+    _parameter("see_tactical_per_depth", 100, 40, 200, 8, "SEE pruning of captures, cp per ply"),
+    _parameter("see_quiet_per_depth_squared", 25, 5, 60, 3, "SEE pruning of quiets, cp/ply^2"),
+    _parameter("lmr_base_percent", 75, 25, 150, 6, "LMR table base (hundredths)"),
+    _parameter("lmr_divisor_percent", 225, 150, 350, 12, "LMR table divisor (hundredths)"),
+    _parameter("lmr_history_divisor", 10000, 4000, 20000, 800, "LMR: a ply per N of history"),
+    _parameter("singular_margin_per_depth", 2, 1, 5, 0.5, "singular bound, cp below per ply"),
+    _parameter("singular_min_depth", 7, 4, 10, 0.5, "shallowest singular extension"),
+    _parameter("history_bonus_per_depth_squared", 16, 4, 40, 2, "history bonus per ply^2"),
+    _parameter("history_bonus_max", 1600, 400, 4000, 150, "largest history bonus"),
+    _parameter("quiescence_delta_margin", 200, 50, 400, 15, "quiescence delta pruning (cp)"),
+    _parameter("aspiration_delta", 20, 8, 50, 2, "first aspiration half-width (cp)"),
+    _parameter("time_unstable_percent", 150, 100, 250, 8, "time factor, new best move (%)"),
+    _parameter("time_score_drop_percent", 140, 100, 250, 8, "time factor, falling score (%)"),
+    _parameter("time_score_drop", 30, 10, 80, 4, "fall in score (cp) that asks for time"),
+)
+"""The search's tunable constants in ``SearchParameters`` order (core/cpp/search_parameters.h),
+with the ranges and SPSA step sizes ``latentchess tune spsa`` uses. The defaults must equal the
+core's (a test checks them against ``search_parameter_defaults``)."""
+
+_PARAMETERS_BY_NAME = {parameter.name: parameter for parameter in SEARCH_PARAMETERS}
+
+
+def check_search_parameters(values: Mapping[str, object]) -> dict[str, int]:
+    """``values`` as integers by name, checked against :data:`SEARCH_PARAMETERS`.
+
+    Raises:
+        EngineError: an unknown name, a value that is not a whole number, or one outside its
+            parameter's range.
+    """
+    checked: dict[str, int] = {}
+    for name, value in values.items():
+        parameter = _PARAMETERS_BY_NAME.get(name)
+        if parameter is None:
+            raise EngineError(
+                f"unknown search parameter {name!r}; known: {', '.join(_PARAMETERS_BY_NAME)}"
+            )
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            raise EngineError(
+                f"search parameter {name!r} needs a whole number, got {value!r}"
+            ) from None
+        if not parameter.minimum <= number <= parameter.maximum:
+            raise EngineError(
+                f"search parameter {name!r} must lie in [{parameter.minimum}, "
+                f"{parameter.maximum}], got {number}"
+            )
+        checked[name] = number
+    return checked
 
 
 def _native() -> Any:
@@ -232,9 +338,20 @@ class AlphaBeta:
         hash_mb: transposition table size in MB.
         threads: search threads (Lazy SMP over the shared table; 1, the default, is the
             deterministic single-threaded search ``bench`` measures).
+        parameters: values of :data:`SEARCH_PARAMETERS` by name (the rest keep their defaults).
+
+    Raises:
+        EngineError: a bad hash size, evaluator or parameter.
     """
 
-    def __init__(self, evaluator: str = "hce", *, hash_mb: int = 16, threads: int = 1) -> None:
+    def __init__(
+        self,
+        evaluator: str = "hce",
+        *,
+        hash_mb: int = 16,
+        threads: int = 1,
+        parameters: Mapping[str, int] | None = None,
+    ) -> None:
         from latentchess.core.nnue import resolve_evaluator
 
         native_name = resolve_evaluator(evaluator)  # hce, pesto, nnue, an NNUE model dir
@@ -246,6 +363,8 @@ class AlphaBeta:
             raise EngineError(f"evaluator {evaluator!r}: {error}") from error
         self.evaluator = evaluator
         self.threads = threads
+        if parameters:
+            self.set_parameters(parameters)
 
     @property
     def threads(self) -> int:
@@ -256,6 +375,25 @@ class AlphaBeta:
     def threads(self, threads: int) -> None:
         try:
             self._engine.threads = int(threads)
+        except ValueError as error:
+            raise EngineError(str(error)) from error
+
+    @property
+    def parameters(self) -> dict[str, int]:
+        """Every search parameter's value in force, by name (:data:`SEARCH_PARAMETERS`)."""
+        return {name: int(value) for name, value in self._engine.parameters.items()}
+
+    def set_parameters(self, changes: Mapping[str, object]) -> None:
+        """Set the named search parameters for every later search (all threads); the others
+        keep their values.
+
+        Raises:
+            EngineError: an unknown name or a value outside the parameter's range (nothing
+                changes then).
+        """
+        checked = check_search_parameters(changes)
+        try:
+            self._engine.parameters = checked
         except ValueError as error:
             raise EngineError(str(error)) from error
 

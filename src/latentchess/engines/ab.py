@@ -5,6 +5,11 @@ Spec examples: ``ab`` (= ``ab:eval=nnue``, the shipped network), ``ab:eval=hce``
 ``depth``/``nodes`` in the spec cap every search on top of the limit a caller passes.
 ``ab:syzygy=DIR`` (UCI ``SyzygyPath``) probes Syzygy tables at the root (see
 :mod:`latentchess.engines.syzygy`).
+
+The search's tunable constants (:data:`~latentchess.core.alphabeta.SEARCH_PARAMETERS`) are spec
+keys by their names (``ab:reverse_futility_margin=90``). With ``tune=1`` (``latentchess uci
+--tunable``) they are also declared as UCI spin options, so that an external SPSA tuner can set
+them with ``setoption``; without it they stay out of the option list.
 """
 
 from __future__ import annotations
@@ -13,13 +18,21 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import chess
 import chess.engine
 
-from latentchess.core.alphabeta import PRUNING, AlphaBeta, SearchInfo, SearchLine, SearchOutcome
+from latentchess.core.alphabeta import (
+    PRUNING,
+    SEARCH_PARAMETERS,
+    AlphaBeta,
+    SearchInfo,
+    SearchLine,
+    SearchOutcome,
+    check_search_parameters,
+)
 from latentchess.core.nnue import resolve_evaluator
 from latentchess.engines.base import (
     Analysis,
@@ -68,6 +81,9 @@ class AlphaBetaConfig:
             ``PRUNING`` (rfp, lmp, see, fp, se).
         syzygy_path: Syzygy table directories joined by ``os.pathsep`` ("": none), probed at
             the root.
+        search_parameters: values of ``SEARCH_PARAMETERS`` by name that differ from the
+            defaults (a tuned set).
+        tunable: declare every search parameter as a UCI option (for external tuners).
     """
 
     evaluator: str = DEFAULT_EVALUATOR
@@ -79,8 +95,11 @@ class AlphaBetaConfig:
     move_overhead_ms: int = 30
     no_pruning: frozenset[str] = frozenset()
     syzygy_path: str = ""
+    search_parameters: Mapping[str, int] = field(default_factory=dict)
+    tunable: bool = False
 
     def __post_init__(self) -> None:
+        check_search_parameters(self.search_parameters)  # EngineError: name or range
         unknown = sorted(set(self.no_pruning) - set(PRUNING))
         if unknown:
             raise EngineError(f"unknown pruning {unknown!r}; known: {', '.join(PRUNING)}")
@@ -132,7 +151,10 @@ class AlphaBetaEngine(Engine):
         self.config = config or AlphaBetaConfig()
         self.name = name
         self._search = AlphaBeta(
-            self.config.evaluator, hash_mb=self.config.hash_mb, threads=self.config.threads
+            self.config.evaluator,
+            hash_mb=self.config.hash_mb,
+            threads=self.config.threads,
+            parameters=self.config.search_parameters,
         )
         self._wdl: tuple[str, WdlModel | None] | None = None
         self._tablebase = open_tablebases(self.config.syzygy_path)
@@ -144,7 +166,8 @@ class AlphaBetaEngine(Engine):
     def from_options(cls, name: str = "ab", **options: object) -> AlphaBetaEngine:
         """Build from spec keys: ``eval``, ``hash``, ``threads``, ``multipv``, ``depth``,
         ``nodes``, ``overhead``, and ``rfp``/``lmp``/``see``/``fp``/``se`` = 0 to switch a pruning
-        (or the singular extension) off; ``limit_strength``, ``elo``, ``opponent``,
+        (or the singular extension) off; the search parameters by name and ``tune`` = 1 to
+        declare them as UCI options; ``limit_strength``, ``elo``, ``opponent``,
         ``temperature``, ``top_p``, ``verify``, ``verify_cp``, ``verify_prob``, ``verify_depth``
         and ``seed`` for human-like play (:class:`~latentchess.engines.human.HumanPlay`).
 
@@ -164,6 +187,8 @@ class AlphaBetaEngine(Engine):
         }
         fields: dict[str, object] = {}
         disabled: set[str] = set()
+        parameters: dict[str, object] = {}
+        names = {parameter.name for parameter in SEARCH_PARAMETERS}
         human = {k: v for k, v in options.items() if k.lower() in HUMAN_KEYS}
         for key, value in options.items():
             if key in human:
@@ -174,9 +199,21 @@ class AlphaBetaEngine(Engine):
                 if str(value).lower() in ("0", "false"):
                     disabled.add(key.lower())
                 continue
+            if key.lower() in names:
+                parameters[key.lower()] = value
+                continue
+            if key.lower() == "tune":
+                if str(value).lower() not in ("0", "1", "false", "true"):
+                    raise EngineError(f"ab option {key!r} must be 0 or 1, got {value!r}")
+                fields["tunable"] = str(value).lower() in ("1", "true")
+                continue
             field_name = keys.get(key.lower())
             if field_name is None:
-                raise EngineError(f"unknown ab option {key!r}; known: {', '.join(sorted(keys))}")
+                known = ", ".join(sorted([*keys, *PRUNING, "tune"]))
+                raise EngineError(
+                    f"unknown ab option {key!r}; known: {known} and the search parameters "
+                    f"({', '.join(sorted(names))})"
+                )
             if field_name not in ("evaluator", "syzygy_path"):
                 try:
                     value = int(value)  # type: ignore[call-overload]
@@ -187,6 +224,7 @@ class AlphaBetaEngine(Engine):
             text_field = field_name in ("evaluator", "syzygy_path")
             fields[field_name] = str(value) if text_field else value
         fields["no_pruning"] = frozenset(disabled)
+        fields["search_parameters"] = check_search_parameters(parameters)
         engine = cls(AlphaBetaConfig(**fields), name=name)  # type: ignore[arg-type]
         engine.human.configure(engine, human)
         return engine
@@ -195,8 +233,25 @@ class AlphaBetaEngine(Engine):
 
     def options(self) -> list[EngineOption]:
         """``Hash``, ``Threads``, ``MultiPV``, ``Move Overhead``, ``Clear Hash``, ``EvalFile``,
-        ``SyzygyPath``."""
+        ``SyzygyPath``; with ``tune=1`` also every search parameter (a spin over its tuning
+        range)."""
         c = self.config
+        tunable = []
+        if c.tunable:
+            values = self._search.parameters
+            for parameter in SEARCH_PARAMETERS:
+                tunable.append(
+                    spin(
+                        parameter.name,
+                        values[parameter.name],
+                        parameter.minimum,
+                        parameter.maximum,
+                        lambda value, name=parameter.name: self.set_search_parameters(
+                            {name: value}
+                        ),
+                        parameter.name,
+                    )
+                )
         return [
             spin("Hash", self._search.hash_mb, 1, 65536, self.set_hash, "hash"),
             spin("Threads", c.threads, 1, MAX_THREADS, self.set_threads, "threads"),
@@ -213,7 +268,19 @@ class AlphaBetaEngine(Engine):
             string("EvalFile", c.evaluator, self.set_evaluator, "eval"),
             string("SyzygyPath", c.syzygy_path or "<empty>", self.set_syzygy_path, "syzygy"),
             *self.human.options(),
+            *tunable,
         ]
+
+    def set_search_parameters(self, changes: Mapping[str, object]) -> None:
+        """Set search parameters by name for the next searches (UCI ``setoption`` when tunable).
+
+        Raises:
+            EngineError: an unknown name or a value outside its range (nothing changes then).
+        """
+        self._search.set_parameters(changes)
+        defaults = {parameter.name: parameter.default for parameter in SEARCH_PARAMETERS}
+        changed = {k: v for k, v in self._search.parameters.items() if v != defaults[k]}
+        self._replace(search_parameters=changed)
 
     def _replace(self, **changes: object) -> None:
         self.config = dataclasses.replace(self.config, **changes)  # type: ignore[arg-type]
@@ -246,7 +313,10 @@ class AlphaBetaEngine(Engine):
         """
         config = dataclasses.replace(self.config, evaluator=evaluator)
         self._search = AlphaBeta(
-            config.evaluator, hash_mb=self._search.hash_mb, threads=config.threads
+            config.evaluator,
+            hash_mb=self._search.hash_mb,
+            threads=config.threads,
+            parameters=config.search_parameters,
         )
         self.config = config
 

@@ -74,19 +74,23 @@ bool may_give_check(const Position& position, Move move) {
 Search::Search(const Position& root, TranspositionTable& table, Evaluator& evaluator,
                SearchHistory& history, const SearchLimits& limits,
                TimeManager::Clock::time_point start, const std::atomic<bool>& stop_requested,
-               StopPoll poll, int thread_index)
+               StopPoll poll, int thread_index, const SearchParameters& parameters)
     : position_(root),
       table_(table),
       evaluator_(evaluator),
       limits_(limits),
+      parameters_(parameters),
       time_(limits, start),
       stop_requested_(stop_requested),
       poll_(std::move(poll)),
       history_(history),
       thread_index_(thread_index) {
+  // Hundredths divided by 100.0 give exactly the literals 0.75 and 2.25 of the defaults.
+  const double base = parameters_.lmr_base_percent / 100.0;
+  const double divisor = parameters_.lmr_divisor_percent / 100.0;
   for (int depth = 1; depth < 64; ++depth) {
     for (int number = 1; number < 64; ++number) {
-      const double reduction = 0.75 + std::log(depth) * std::log(number) / 2.25;
+      const double reduction = base + std::log(depth) * std::log(number) / divisor;
       reductions_[depth][number] = static_cast<std::uint8_t>(std::max(0.0, reduction));
     }
   }
@@ -200,7 +204,8 @@ void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried
     state.killers[1] = state.killers[0];
     state.killers[0] = best;
   }
-  const int bonus = std::min(depth * depth * 16, 1600);
+  const int bonus = std::min(depth * depth * parameters_.history_bonus_per_depth_squared,
+                             parameters_.history_bonus_max);
   const Color us = position_.side_to_move();
   const int previous[2] = {ply >= 1 ? plies_[ply - 1].slot : -1,
                            ply >= 2 ? plies_[ply - 2].slot : -1};
@@ -277,7 +282,7 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
     for (pv_index_ = 0; pv_index_ < lines && !stopped_; ++pv_index_) {
       seldepth_ = 0;
       const int previous = root_moves_[pv_index_].previous_score;
-      int delta = 20;
+      int delta = parameters_.aspiration_delta;
       int alpha = -kInfinity, beta = kInfinity;
       if (depth >= 4 && previous > -kInfinity && !is_mate_score(previous)) {
         alpha = std::max(previous - delta, -kInfinity);
@@ -325,8 +330,12 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
     // move that has held for iterations needs less time, a new one or a falling score more.
     if (depth >= 4) {
       stable_iterations = root_moves_[0].move == previous_best ? stable_iterations + 1 : 0;
-      double factor = stable_iterations == 0 ? 1.5 : std::max(0.7, 1.1 - 0.1 * stable_iterations);
-      if (previous_best_score != -kInfinity && best < previous_best_score - 30) factor *= 1.4;
+      double factor = stable_iterations == 0 ? parameters_.time_unstable_percent / 100.0
+                                             : std::max(0.7, 1.1 - 0.1 * stable_iterations);
+      if (previous_best_score != -kInfinity &&
+          best < previous_best_score - parameters_.time_score_drop) {
+        factor *= parameters_.time_score_drop_percent / 100.0;
+      }
       time_.scale_iteration_time(factor);
     }
     previous_best = root_moves_[0].move;
@@ -462,8 +471,8 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
 
     if (!pv_node && !in_check && !is_mate_score(beta)) {
       // Reverse futility: far above beta at low depth, a quiet move will not bring it back.
-      if (limits_.reverse_futility_pruning && depth <= 6 &&
-          eval - 85 * (depth - improving) >= beta) {
+      if (limits_.reverse_futility_pruning && depth <= parameters_.reverse_futility_depth &&
+          eval - parameters_.reverse_futility_margin * (depth - improving) >= beta) {
         return eval;
       }
 
@@ -471,7 +480,10 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       // pawn endings).
       if (depth >= 3 && eval >= beta && !plies_[ply - 1].null_move && excluded == Move::none() &&
           has_non_pawn_material(us)) {
-        const int reduction = 3 + depth / 4 + std::min(3, (eval - beta) / 200);
+        const int reduction = parameters_.null_move_base_reduction +
+                              depth / parameters_.null_move_depth_divisor +
+                              std::min(parameters_.null_move_eval_max_reduction,
+                                       (eval - beta) / parameters_.null_move_eval_divisor);
         plies_[ply].current = Move::none();
         plies_[ply].slot = -1;
         plies_[ply].null_move = true;
@@ -490,13 +502,14 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     // Singular extension: is the table move the only good one? Search the others at half depth
     // against a bound just under its score; if all fail low it is extended one ply. If even
     // without it the node holds a bound at or above beta, several moves do: cut (multi-cut).
-    if (limits_.singular_extensions && depth >= 7 && table_move != Move::none() &&
+    if (limits_.singular_extensions && depth >= parameters_.singular_min_depth &&
+        table_move != Move::none() &&
         excluded == Move::none() && entry.depth >= depth - 3 &&
         (entry.bound == Bound::Lower || entry.bound == Bound::Exact) &&
         ply < 2 * root_depth_) {
       const int table_score = score_from_table(entry.score, ply);
       if (!is_mate_score(table_score)) {
-        const int singular_beta = table_score - 2 * depth;
+        const int singular_beta = table_score - parameters_.singular_margin_per_depth * depth;
         plies_[ply].excluded = table_move;
         const int score = negamax<NodeType::Interior>(singular_beta - 1, singular_beta,
                                                       (depth - 1) / 2, ply, cut_node);
@@ -549,17 +562,21 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     if (!root_node && best > -kMateInMaxPly && has_non_pawn_material(us) && !in_check) {
       // Late-move pruning: quiet moves this late rarely matter.
       if (limits_.late_move_pruning && quiet && depth <= 7 &&
-          quiet_count + quiets_pruned >= (3 + depth * depth) / (improving ? 1 : 2)) {
+          quiet_count + quiets_pruned >=
+              (parameters_.late_move_pruning_base + depth * depth) / (improving ? 1 : 2)) {
         prune_unless_check = true;
       }
       // Futility pruning: so far below alpha at low depth that a quiet move cannot lift it.
-      if (limits_.futility_pruning && quiet && !prune_unless_check && depth <= 6 &&
-          eval + 90 + 100 * depth <= alpha) {
+      if (limits_.futility_pruning && quiet && !prune_unless_check &&
+          depth <= parameters_.futility_depth &&
+          eval + parameters_.futility_base + parameters_.futility_per_depth * depth <= alpha) {
         prune_unless_check = true;
       }
       // SEE pruning: a move that loses too much material.
-      if (limits_.see_pruning && !prune_unless_check && depth <= 6 && move_number > 1) {
-        const int threshold = tactical ? -100 * depth : -25 * depth * depth;
+      if (limits_.see_pruning && !prune_unless_check && depth <= parameters_.futility_depth &&
+          move_number > 1) {
+        const int threshold = tactical ? -parameters_.see_tactical_per_depth * depth
+                                       : -parameters_.see_quiet_per_depth_squared * depth * depth;
         prune_unless_check = !see_at_least(position_, move, threshold);
       }
     }
@@ -593,7 +610,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
           const int rank = MovePicker::kExternalScore - order_score;
           reduction += rank < 2 ? -1 : rank >= 6 ? 1 : 0;
         } else if (quiet) {
-          reduction -= std::clamp(order_score / 10000, -2, 2);
+          reduction -= std::clamp(order_score / parameters_.lmr_history_divisor, -2, 2);
         }
         if (order_score >= MovePicker::kKillerScore) --reduction;
         reduction = std::clamp(reduction, 0, new_depth - 1);
@@ -709,7 +726,7 @@ int Search::quiescence(int alpha, int beta, int ply) {
       // Delta pruning: even winning the piece would not reach alpha.
       const PieceType victim = position_.piece_type_on(move.to());
       if (move.promotion() == NoPieceType && victim != NoPieceType &&
-          static_eval + kSeeValue[victim] + 200 <= alpha) {
+          static_eval + kSeeValue[victim] + parameters_.quiescence_delta_margin <= alpha) {
         continue;
       }
       // Captures that lose material by SEE (the picker has judged all but the table move).
@@ -756,6 +773,12 @@ void SearchEngine::finish_helpers() {
   main_search_.reset();
 }
 
+void SearchEngine::set_parameters(const SearchParameters& parameters) {
+  parameters.validate();
+  finish_helpers();
+  parameters_ = parameters;
+}
+
 void SearchEngine::set_threads(int threads) {
   if (threads < 1 || threads > kMaxThreads) {
     throw std::invalid_argument("threads must lie in [1, " + std::to_string(kMaxThreads) +
@@ -786,20 +809,21 @@ SearchResult SearchEngine::search(const Position& position, const SearchLimits& 
   const int threads = this->threads();
   if (threads == 1) {
     Search main(position, table_, *evaluators_[0], *histories_[0], limits, start, *stop_flag,
-                std::move(poll));
+                std::move(poll), 0, parameters_);
     return main.run(on_iteration);
   }
 
   // Lazy SMP: helpers on their own threads until the main thread returns.
   helpers_stop_.store(false);
   main_search_ = std::make_unique<Search>(position, table_, *evaluators_[0], *histories_[0],
-                                          limits, start, *stop_flag, std::move(poll));
+                                          limits, start, *stop_flag, std::move(poll), 0,
+                                          parameters_);
   const SearchLimits helper_limits = Search::helper_limits(limits);
   std::vector<const Search*> all{main_search_.get()};
   for (int i = 1; i < threads; ++i) {
     helper_searches_.push_back(std::make_unique<Search>(position, table_, *evaluators_[i],
                                                         *histories_[i], helper_limits, start,
-                                                        helpers_stop_, nullptr, i));
+                                                        helpers_stop_, nullptr, i, parameters_));
     all.push_back(helper_searches_.back().get());
   }
   for (std::size_t i = 0; i < all.size(); ++i) {

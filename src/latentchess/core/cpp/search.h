@@ -47,6 +47,7 @@
 #include "movepick.h"
 #include "position.h"
 #include "search_constants.h"
+#include "search_parameters.h"
 #include "timeman.h"
 #include "tt.h"
 #include "types.h"
@@ -88,10 +89,12 @@ class Search {
  public:
   // thread_index 0 is the main thread; a helper (> 0) should get limits without time or MultiPV
   // (helper_limits) and a stop flag the main thread's caller sets when it returns.
+  // `parameters` is copied: every thread of a search gets the engine's values.
   Search(const Position& root, TranspositionTable& table, Evaluator& evaluator,
          SearchHistory& history, const SearchLimits& limits,
          TimeManager::Clock::time_point start, const std::atomic<bool>& stop_requested,
-         StopPoll poll = nullptr, int thread_index = 0);
+         StopPoll poll = nullptr, int thread_index = 0,
+         const SearchParameters& parameters = SearchParameters{});
   Search(const Search&) = delete;
   Search& operator=(const Search&) = delete;
 
@@ -165,6 +168,7 @@ class Search {
   TranspositionTable& table_;
   Evaluator& evaluator_;
   SearchLimits limits_;
+  const SearchParameters parameters_;
   TimeManager time_;
   const std::atomic<bool>& stop_requested_;
   StopPoll poll_;
@@ -219,6 +223,10 @@ class SearchEngine {
   // threads start with an empty history; fewer threads keep the first ones' histories.
   void set_threads(int threads);
   int threads() const { return static_cast<int>(evaluators_.size()); }
+  // The tunable constants of every later search (all threads); std::invalid_argument for a
+  // value validate() refuses (nothing changes then). Not during a search.
+  void set_parameters(const SearchParameters& parameters);
+  const SearchParameters& parameters() const { return parameters_; }
 
  private:
   // Stops and joins the last search's helpers (at once if they are done).
@@ -228,6 +236,7 @@ class SearchEngine {
   // One evaluator and one history per thread (index 0: the main thread's).
   std::vector<std::unique_ptr<Evaluator>> evaluators_;
   std::vector<std::unique_ptr<SearchHistory>> histories_;
+  SearchParameters parameters_;
   std::atomic<bool> stop_requested_{false};
   // The last multi-threaded search, alive until its helpers are joined: the main thread's
   // Search (helpers read its node count) and the helpers' Searches and threads.

@@ -11,6 +11,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <vector>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "evaluate.h"
 #include "position.h"
@@ -73,6 +75,63 @@ py::dict report_to_dict(const IterationReport& report) {
   for (const PrincipalVariation& line : report.lines) lines.append(line_to_dict(line));
   out["lines"] = lines;
   return out;
+}
+
+// Every field of SearchParameters by name: the one list the conversions below read (built once,
+// never changed).
+using ParameterField = int SearchParameters::*;
+const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
+  static const std::vector<std::pair<const char*, ParameterField>> fields = {
+      {"reverse_futility_margin", &SearchParameters::reverse_futility_margin},
+      {"reverse_futility_depth", &SearchParameters::reverse_futility_depth},
+      {"null_move_base_reduction", &SearchParameters::null_move_base_reduction},
+      {"null_move_depth_divisor", &SearchParameters::null_move_depth_divisor},
+      {"null_move_eval_divisor", &SearchParameters::null_move_eval_divisor},
+      {"null_move_eval_max_reduction", &SearchParameters::null_move_eval_max_reduction},
+      {"futility_base", &SearchParameters::futility_base},
+      {"futility_per_depth", &SearchParameters::futility_per_depth},
+      {"futility_depth", &SearchParameters::futility_depth},
+      {"late_move_pruning_base", &SearchParameters::late_move_pruning_base},
+      {"see_tactical_per_depth", &SearchParameters::see_tactical_per_depth},
+      {"see_quiet_per_depth_squared", &SearchParameters::see_quiet_per_depth_squared},
+      {"lmr_base_percent", &SearchParameters::lmr_base_percent},
+      {"lmr_divisor_percent", &SearchParameters::lmr_divisor_percent},
+      {"lmr_history_divisor", &SearchParameters::lmr_history_divisor},
+      {"singular_margin_per_depth", &SearchParameters::singular_margin_per_depth},
+      {"singular_min_depth", &SearchParameters::singular_min_depth},
+      {"history_bonus_per_depth_squared", &SearchParameters::history_bonus_per_depth_squared},
+      {"history_bonus_max", &SearchParameters::history_bonus_max},
+      {"quiescence_delta_margin", &SearchParameters::quiescence_delta_margin},
+      {"aspiration_delta", &SearchParameters::aspiration_delta},
+      {"time_unstable_percent", &SearchParameters::time_unstable_percent},
+      {"time_score_drop_percent", &SearchParameters::time_score_drop_percent},
+      {"time_score_drop", &SearchParameters::time_score_drop},
+  };
+  return fields;
+}
+
+py::dict parameters_to_dict(const SearchParameters& parameters) {
+  py::dict out;
+  for (const auto& [name, field] : parameter_fields()) out[name] = parameters.*field;
+  return out;
+}
+
+// `base` with the values `changes` names; ValueError for an unknown name or a refused value.
+SearchParameters parameters_from_dict(SearchParameters base, const py::dict& changes) {
+  for (const auto& [key, value] : changes) {
+    const std::string name = py::cast<std::string>(key);
+    const auto& fields = parameter_fields();
+    const auto found = std::find_if(fields.begin(), fields.end(),
+                                    [&](const auto& each) { return name == each.first; });
+    if (found == fields.end()) throw py::value_error("unknown search parameter '" + name + "'");
+    base.*(found->second) = py::cast<int>(value);
+  }
+  try {
+    base.validate();
+  } catch (const std::invalid_argument& error) {
+    throw py::value_error(error.what());
+  }
+  return base;
 }
 
 py::dict run_search(SearchEngine& engine, const Position& position, const SearchLimits& limits,
@@ -195,6 +254,14 @@ void bind_search(py::module_& module) {
            py::arg("on_iteration") = py::none(), py::arg("stop") = py::none(),
            py::arg("poll") = py::none())
       .def("new_game", &SearchEngine::new_game)
+      .def_property(
+          "parameters",
+          [](const SearchEngine& self) { return parameters_to_dict(self.parameters()); },
+          [](SearchEngine& self, const py::dict& changes) {
+            self.set_parameters(parameters_from_dict(self.parameters(), changes));
+          },
+          "The tunable search constants (search_parameters.h) by name; assigning a dict changes "
+          "the values it names for every later search and thread.")
       .def("set_hash_megabytes", &SearchEngine::set_hash_megabytes, py::arg("megabytes"))
       .def_property_readonly("hash_megabytes", &SearchEngine::hash_megabytes)
       .def_property_readonly("hashfull", &SearchEngine::hashfull)
@@ -253,6 +320,9 @@ void bind_search(py::module_& module) {
       py::arg("position"), py::arg("moves"), py::arg("evaluator") = "hce",
       "Evaluations along `moves` from `position`: updated move by move (as the search does) and "
       "from scratch at each position; equal lists when the incremental update is right.");
+  module.def(
+      "search_parameter_defaults", []() { return parameters_to_dict(SearchParameters{}); },
+      "The tunable search constants' defaults by name, in declaration order.");
   module.def(
       "see_at_least",
       [](const Position& position, const std::string& uci, int threshold) {

@@ -1,0 +1,99 @@
+// The search's tunable constants: pruning margins, reductions, extensions, the aspiration window
+// and the time manager's iteration factors, gathered in one value type so that a tuner (SPSA:
+// `latentchess tune spsa`, or an external tool driving UCI options) can set them per engine.
+//
+// Invariants:
+// - The defaults are exactly the constants the search was written with: with them the search
+//   is unchanged (`latentchess bench`'s node count is its signature).
+// - All fields are integers (UCI spin options); fractional constants are stored in hundredths
+//   (`..._percent`) and divided by 100.0 where used, which reproduces the old literal exactly.
+// - A SearchEngine owns one SearchParameters and lends it to every thread of a search (Lazy SMP
+//   helpers included), so all threads search with the same values; they change only between
+//   searches. validate() keeps values that would break the search (a zero divisor) out.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace latentchess::core {
+
+struct SearchParameters {
+  // Reverse futility pruning: prune when eval - margin * (depth - improving) >= beta.
+  int reverse_futility_margin = 85;
+  // Reverse futility pruning applies at depths up to this.
+  int reverse_futility_depth = 6;
+  // Null move: the reduction's constant part (3 + depth / divisor + eval term).
+  int null_move_base_reduction = 3;
+  // Null move: one more ply of reduction per this many plies of depth.
+  int null_move_depth_divisor = 4;
+  // Null move: one more ply of reduction per this many centipawns of eval above beta ...
+  int null_move_eval_divisor = 200;
+  // ... up to this many plies.
+  int null_move_eval_max_reduction = 3;
+  // Futility pruning of quiet moves: eval + base + per_depth * depth <= alpha.
+  int futility_base = 90;
+  // Futility pruning: margin per ply of depth.
+  int futility_per_depth = 100;
+  // Futility (and SEE) pruning apply at depths up to this.
+  int futility_depth = 6;
+  // Late-move pruning: quiets beyond (base + depth^2) (halved when not improving) are pruned.
+  int late_move_pruning_base = 3;
+  // SEE pruning of captures: prune below -per_depth * depth.
+  int see_tactical_per_depth = 100;
+  // SEE pruning of quiet moves: prune below -per_depth_squared * depth^2.
+  int see_quiet_per_depth_squared = 25;
+  // Late-move reductions: base of the table, in hundredths (0.75 + ln d * ln n / divisor).
+  int lmr_base_percent = 75;
+  // Late-move reductions: the table's divisor, in hundredths (2.25).
+  int lmr_divisor_percent = 225;
+  // Late-move reductions: one ply less (more) per this much history score of a quiet move.
+  int lmr_history_divisor = 10000;
+  // Singular extension: the bound is the table score minus this many centipawns per ply.
+  int singular_margin_per_depth = 2;
+  // Singular extension: from this depth on.
+  int singular_min_depth = 7;
+  // History bonus of a cut-off: per_depth_squared * depth^2 ...
+  int history_bonus_per_depth_squared = 16;
+  // ... up to this.
+  int history_bonus_max = 1600;
+  // Quiescence delta pruning: a capture that cannot lift eval + victim + margin to alpha.
+  int quiescence_delta_margin = 200;
+  // Aspiration window: the first half-width around the last score, in centipawns.
+  int aspiration_delta = 20;
+  // Time: iteration time factor when the best move just changed, in hundredths (1.5).
+  int time_unstable_percent = 150;
+  // Time: factor when the score fell by more than time_score_drop centipawns (1.4).
+  int time_score_drop_percent = 140;
+  // Time: the fall in score (centipawns) that asks for more time.
+  int time_score_drop = 30;
+
+  // Throws std::invalid_argument naming the first field out of its range.
+  void validate() const {
+    const auto at_least = [](const char* name, int value, int low) {
+      if (value < low) {
+        throw std::invalid_argument(std::string("search parameter ") + name + " must be at least " +
+                                    std::to_string(low) + ", got " + std::to_string(value));
+      }
+    };
+    const auto at_most = [](const char* name, int value, int high) {
+      if (value > high) {
+        throw std::invalid_argument(std::string("search parameter ") + name + " must be at most " +
+                                    std::to_string(high) + ", got " + std::to_string(value));
+      }
+    };
+    at_least("null_move_depth_divisor", null_move_depth_divisor, 1);
+    at_least("null_move_eval_divisor", null_move_eval_divisor, 1);
+    at_least("lmr_divisor_percent", lmr_divisor_percent, 1);
+    at_least("lmr_history_divisor", lmr_history_divisor, 1);
+    at_least("late_move_pruning_base", late_move_pruning_base, 0);
+    at_least("aspiration_delta", aspiration_delta, 1);
+    at_least("singular_min_depth", singular_min_depth, 1);
+    at_least("history_bonus_per_depth_squared", history_bonus_per_depth_squared, 0);
+    at_least("history_bonus_max", history_bonus_max, 0);
+    at_most("history_bonus_max", history_bonus_max, 16384);  // the histories' gravity bound
+    at_least("time_unstable_percent", time_unstable_percent, 1);
+    at_least("time_score_drop_percent", time_score_drop_percent, 1);
+  }
+};
+
+}  // namespace latentchess::core
