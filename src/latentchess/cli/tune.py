@@ -184,11 +184,20 @@ def _check_same_run(path: Path, saved: Any, fresh: Any) -> None:
     from latentchess.errors import LatentChessError
 
     mine, theirs = fresh.to_json(), saved.to_json()
-    differing = [key for key in ("parameters", "config", "context") if mine[key] != theirs[key]]
+    differing = []
+    for key in ("config", "context"):
+        for name in sorted(set(mine[key]) | set(theirs[key])):
+            if mine[key].get(name) != theirs[key].get(name):
+                differing.append(
+                    f"{name}: file {theirs[key].get(name)!r}, now {mine[key].get(name)!r}"
+                )
+    if mine["parameters"] != theirs["parameters"]:
+        names = [[parameter["name"] for parameter in run["parameters"]] for run in (theirs, mine)]
+        differing.append(f"parameters: file {','.join(names[0])}, now {','.join(names[1])}")
     if differing:
-        detail = "; ".join(f"{key}: file {theirs[key]!r}, now {mine[key]!r}" for key in differing)
         raise LatentChessError(
-            f"{path} holds another SPSA run ({detail}); use another --state to start a new one"
+            f"{path} holds another SPSA run ({'; '.join(differing)}); give the same options to "
+            "resume it, or another --state to start a new one"
         )
 
 

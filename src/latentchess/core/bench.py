@@ -9,7 +9,7 @@ every build. ``Nodes/second`` is the speed of this machine.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import chess
@@ -106,6 +106,7 @@ def run_bench(
     *,
     evaluator: str = "hce",
     hash_mb: int = 16,
+    parameters: Mapping[str, int] | None = None,
     progress: Callable[[int, chess.Board, int], None] | None = None,
 ) -> BenchResult:
     """Search every bench position to ``depth`` from an empty table; sum the nodes.
@@ -114,9 +115,11 @@ def run_bench(
         depth: plies per position.
         evaluator: evaluator of the engine.
         hash_mb: transposition table size (part of the signature: keep the default).
+        parameters: search parameters by name (a tuned set has its own signature; the
+            defaults give the search's).
         progress: called as ``progress(index, board, nodes)`` after each position.
     """
-    engine = AlphaBeta(evaluator, hash_mb=hash_mb)
+    engine = AlphaBeta(evaluator, hash_mb=hash_mb, parameters=parameters)
     total, elapsed, moves = 0, 0.0, []
     for index, board in enumerate(bench_boards()):
         engine.new_game()

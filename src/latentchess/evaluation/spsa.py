@@ -490,6 +490,7 @@ def plot_history(state: SpsaState, path: Path) -> Path:
         axis.axhline(parameter.start, color="grey", linestyle="--", linewidth=0.8)
         axis.set_title(parameter.name, fontsize=8)
         axis.tick_params(labelsize=7)
+        axis.ticklabel_format(axis="y", useOffset=False)
     for index in range(count, rows * columns):
         axes[index // columns][index % columns].axis("off")
     figure.suptitle(f"SPSA: {state.iteration} of {state.config.iterations} iterations", fontsize=9)

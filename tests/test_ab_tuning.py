@@ -1,0 +1,148 @@
+"""The search's tunable constants (core/cpp/search_parameters.h) through AlphaBeta, the ``ab``
+spec and UCI: defaults equal to the old constants, changes reach the search, and the options
+appear over UCI only with the tuning switch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import chess
+import chess.engine
+import pytest
+
+from latentchess.core import _native
+from latentchess.core.alphabeta import SEARCH_PARAMETERS, AlphaBeta
+from latentchess.core.bench import run_bench
+from latentchess.engines.ab import AlphaBetaConfig, AlphaBetaEngine
+from latentchess.engines.registry import create_engine
+from latentchess.errors import EngineError
+from latentchess.uci import UciSession
+from uci_fixtures import SessionTranscript
+
+DEFAULTS = {parameter.name: parameter.default for parameter in SEARCH_PARAMETERS}
+MIDDLEGAME = "r1bq1rk1/pp3ppp/2n1pn2/2pp4/1bPP4/2NBPN2/PP3PPP/R1BQ1RK1 w - - 0 8"
+
+
+def _nodes(engine: AlphaBeta, depth: int = 8) -> int:
+    engine.new_game()
+    return engine.search(chess.Board(MIDDLEGAME), chess.engine.Limit(depth=depth)).nodes
+
+
+def test_python_table_matches_the_core() -> None:
+    assert _native.search_parameter_defaults() == DEFAULTS  # same names, order and values
+    for parameter in SEARCH_PARAMETERS:
+        assert parameter.minimum <= parameter.default <= parameter.maximum
+        assert parameter.c_end > 0 and parameter.r_end > 0
+
+
+def test_explicit_defaults_leave_the_search_unchanged_and_a_change_changes_it() -> None:
+    depth = 6
+    assert run_bench(depth, parameters=DEFAULTS).nodes == run_bench(depth).nodes
+    baseline = _nodes(AlphaBeta("hce", hash_mb=4))
+    for name, value in (("reverse_futility_margin", 140), ("lmr_base_percent", 120)):
+        changed = _nodes(AlphaBeta("hce", hash_mb=4, parameters={name: value}))
+        assert changed != baseline, name
+    engine = AlphaBeta("hce", hash_mb=4, parameters={"lmr_base_percent": 120})
+    engine.set_parameters({"lmr_base_percent": 75})  # back to the default
+    assert _nodes(engine) == baseline
+
+
+def test_bad_values_are_refused_and_change_nothing() -> None:
+    engine = AlphaBeta("hce", hash_mb=4, parameters={"aspiration_delta": 30})
+    with pytest.raises(EngineError, match="unknown search parameter 'aspiration'"):
+        engine.set_parameters({"aspiration": 3})
+    with pytest.raises(EngineError, match=r"must lie in \[2, 8\], got 0"):
+        engine.set_parameters({"aspiration_delta": 25, "null_move_depth_divisor": 0})
+    with pytest.raises(EngineError, match="needs a whole number"):
+        engine.set_parameters({"aspiration_delta": "wide"})
+    assert engine.parameters == DEFAULTS | {"aspiration_delta": 30}
+    # The core guards its own invariants too (a zero divisor would crash the search).
+    with pytest.raises(ValueError, match="null_move_depth_divisor must be at least 1"):
+        engine._engine.parameters = {"null_move_depth_divisor": 0}
+
+
+def test_threads_keep_the_parameters() -> None:
+    engine = AlphaBeta("hce", hash_mb=4, threads=3, parameters={"futility_base": 120})
+    engine.threads = 1
+    engine.threads = 2
+    assert engine.parameters["futility_base"] == 120
+    outcome = engine.search(chess.Board(MIDDLEGAME), chess.engine.Limit(depth=6))
+    assert outcome.best_move in chess.Board(MIDDLEGAME).legal_moves
+
+
+def test_spec_keys_set_parameters() -> None:
+    engine = create_engine("ab:eval=hce,hash=2,reverse_futility_margin=120,aspiration_delta=9")
+    assert isinstance(engine, AlphaBetaEngine)
+    assert engine._search.parameters == DEFAULTS | {
+        "reverse_futility_margin": 120,
+        "aspiration_delta": 9,
+    }
+    assert engine.config.search_parameters == {
+        "reverse_futility_margin": 120,
+        "aspiration_delta": 9,
+    }
+    engine.set_evaluator("pesto")  # a new native engine keeps the values
+    assert engine._search.parameters["aspiration_delta"] == 9
+    with pytest.raises(EngineError, match="must lie in"):
+        create_engine("ab:eval=hce,reverse_futility_margin=5000")
+    with pytest.raises(EngineError, match="unknown ab option 'reverse_futility'"):
+        create_engine("ab:eval=hce,reverse_futility=90")
+
+
+def _transcript(tunable: bool) -> SessionTranscript:
+    engine = AlphaBetaEngine(AlphaBetaConfig(evaluator="hce", hash_mb=2, tunable=tunable))
+    return SessionTranscript(lambda write: UciSession(write, spec="ab", engine=engine))
+
+
+def _go_nodes(t: SessionTranscript) -> int:
+    t.send("ucinewgame", f"position fen {MIDDLEGAME}", "go depth 7")
+    t.wait_for("bestmove")
+    infos = [line.split() for line in t.lines if line.startswith("info depth 7 ")]
+    t.lines.clear()
+    return int(infos[-1][infos[-1].index("nodes") + 1])
+
+
+def test_uci_options_only_with_the_tuning_switch() -> None:
+    plain = _transcript(tunable=False)
+    plain.send("uci")
+    plain.wait_for("uciok")
+    assert not any("reverse_futility_margin" in line for line in plain.lines)
+    plain.lines.clear()
+    plain.send("setoption name reverse_futility_margin value 140", "isready")
+    plain.wait_for("readyok")
+    assert any("unknown option" in line for line in plain.infos())
+
+    tuned = _transcript(tunable=True)
+    tuned.send("uci")
+    tuned.wait_for("uciok")
+    for parameter in SEARCH_PARAMETERS:
+        expected = (
+            f"option name {parameter.name} type spin default {parameter.default} "
+            f"min {parameter.minimum} max {parameter.maximum}"
+        )
+        assert expected in tuned.lines
+    tuned.lines.clear()
+    baseline = _go_nodes(tuned)
+    tuned.send("setoption name reverse_futility_margin value 140", "isready")
+    tuned.wait_for("readyok")
+    changed = _go_nodes(tuned)
+    assert changed != baseline
+    tuned.send("setoption name reverse_futility_margin value 85", "isready")
+    tuned.wait_for("readyok")
+    assert _go_nodes(tuned) == baseline
+    tuned.send("setoption name reverse_futility_margin value 5000", "isready")  # out of range
+    tuned.wait_for("readyok")
+    assert any("option 'reverse_futility_margin' refused" in line for line in tuned.infos())
+
+
+def test_uci_command_tunable_flag() -> None:
+    script = "uci\nsetoption name aspiration_delta value 30\nisready\nquit\n"
+    command = [sys.executable, "-m", "latentchess", "uci", "--engine", "ab:eval=hce", "--tunable"]
+    done = subprocess.run(command, input=script, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "option name aspiration_delta type spin default 20 min 8 max 50" in done.stdout
+    assert "readyok" in done.stdout and "unknown option" not in done.stdout
+    plain = [sys.executable, "-m", "latentchess", "uci", "--engine", "ab:eval=hce"]
+    done = subprocess.run(plain, input="uci\nquit\n", capture_output=True, text=True, timeout=60)
+    assert "aspiration_delta" not in done.stdout
