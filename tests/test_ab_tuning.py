@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import chess
 import chess.engine
@@ -146,3 +147,11 @@ def test_uci_command_tunable_flag() -> None:
     plain = [sys.executable, "-m", "latentchess", "uci", "--engine", "ab:eval=hce"]
     done = subprocess.run(plain, input="uci\nquit\n", capture_output=True, text=True, timeout=60)
     assert "aspiration_delta" not in done.stdout
+
+
+def test_the_docs_list_every_parameter() -> None:
+    page = Path(__file__).resolve().parents[1] / "docs" / "engines" / "alphabeta.md"
+    text = page.read_text(encoding="utf-8")
+    for parameter in SEARCH_PARAMETERS:
+        row = f"| `{parameter.name}` | {parameter.default} | {parameter.minimum}-"
+        assert row in text, parameter.name

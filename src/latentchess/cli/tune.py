@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "resumes it. A tuned set is kept only once 'latentchess match --sprt' of the printed "
         "spec against the defaults accepts H1.",
     )
-    p.add_argument("--state", type=Path, required=True, help="the run's JSON state file")
+    p.add_argument("--state", type=Path, help="the run's JSON state file (required to tune)")
     p.add_argument(
         "--engine",
         type=_spec,
@@ -53,7 +53,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--list')",
     )
     p.add_argument(
-        "--list", action="store_true", help="list the tunable parameters with ranges and exit"
+        "--list",
+        action="store_true",
+        help="print the tunable parameters as OpenBench's SPSA input (name, int, default, min, "
+        "max, c_end, r_end) and exit",
     )
     p.add_argument(
         "--iterations", type=positive_int, default=1000, help="N iterations (default 1000)"
@@ -122,13 +125,15 @@ def _spsa(args: argparse.Namespace) -> int:
     if args.list:
         from latentchess.core.alphabeta import SEARCH_PARAMETERS
 
+        # OpenBench's SPSA input: name, type, value, min, max, c_end, r_end (one per line).
         for parameter in SEARCH_PARAMETERS:
             print(
-                f"{parameter.name:<32} {parameter.default:>6} [{parameter.minimum}, "
-                f"{parameter.maximum}] c_end {parameter.c_end:g} r_end {parameter.r_end:g}  "
-                f"{parameter.summary}"
+                f"{parameter.name}, int, {parameter.default}, {parameter.minimum}, "
+                f"{parameter.maximum}, {parameter.c_end:g}, {parameter.r_end:g}"
             )
         return 0
+    if args.state is None:
+        raise LatentChessError("tune spsa needs --state FILE (the run's JSON state)")
     plot = args.plot or args.state.with_suffix(".png")
     if args.report:
         state = load_state(args.state)
