@@ -181,7 +181,7 @@ def test_tune_spsa_command_plays_real_games_and_resumes(
         "--state",
         str(state_path),
         "--engine",
-        "ab:eval=hce,hash=2",
+        "ab:eval=hce,hash=2,reverse_futility_margin=90",
         "--params",
         "reverse_futility_margin,lmr_base_percent",
         "--iterations",
@@ -204,8 +204,12 @@ def test_tune_spsa_command_plays_real_games_and_resumes(
     assert [e["wins"] + e["draws"] + e["losses"] for e in state.history] == [2, 2]
     assert state.history[0]["plus"] != state.history[0]["minus"]
     assert state_path.with_suffix(".png").stat().st_size > 0
-    spec = tuned_spec("ab:eval=hce,hash=2", state)
-    assert f"tuned spec: {spec}" in out and "--sprt" in out
+    assert state.parameters[0].start == 90  # the spec's value, not the default (85)
+    assert state.parameters[1].start == 75
+    spec = tuned_spec("ab:eval=hce,hash=2,reverse_futility_margin=90", state)
+    assert spec.count("reverse_futility_margin=") == 1  # the tuned value replaced the spec's
+    assert f"tuned spec: {spec}" in out
+    assert "reverse_futility_margin=90,lmr_base_percent=75,name=base' --sprt 0,5" in out
     engine = create_engine(spec)  # the exported set is a valid spec of real values
     values = engine._search.parameters  # type: ignore[attr-defined]
     assert values["reverse_futility_margin"] == round(state.theta["reverse_futility_margin"])

@@ -88,7 +88,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _parameters(args: argparse.Namespace) -> list[Any]:
-    from latentchess.core.alphabeta import SEARCH_PARAMETERS
+    from latentchess.core.alphabeta import SEARCH_PARAMETERS, check_search_parameters
+    from latentchess.engines.registry import parse_engine_spec
     from latentchess.errors import LatentChessError
     from latentchess.evaluation.spsa import SpsaParameter
 
@@ -97,10 +98,13 @@ def _parameters(args: argparse.Namespace) -> list[Any]:
     unknown = [name for name in names if name not in by_name]
     if unknown:
         raise LatentChessError(f"unknown parameters {unknown!r}; known: {', '.join(by_name)}")
+    # A value the --engine spec sets is where tuning starts (else the default).
+    given = {key.lower(): value for key, value in parse_engine_spec(args.engine).params.items()}
+    starts = check_search_parameters({name: given[name] for name in names if name in given})
     return [
         SpsaParameter(
             name=name,
-            start=by_name[name].default,
+            start=starts.get(name, by_name[name].default),
             minimum=by_name[name].minimum,
             maximum=by_name[name].maximum,
             c_end=by_name[name].c_end,
@@ -207,13 +211,20 @@ def _check_same_run(path: Path, saved: Any, fresh: Any) -> None:
 
 
 def _print_result(state: Any, plot: Path) -> None:
-    from latentchess.evaluation.spsa import plot_history, report_table, tuned_spec
+    from latentchess.evaluation.spsa import SpsaState, plot_history, report_table, tuned_spec
 
     print(report_table(state))
     spec = str(state.context.get("engine", "ab"))
     print(f"tuned spec: {tuned_spec(spec, state)}")
+    start = SpsaState(
+        parameters=state.parameters,
+        config=state.config,
+        theta={p.name: float(p.start) for p in state.parameters},
+    )
+    base = tuned_spec(spec, start, name="base")
+    limit = state.context.get("limit", "nodes=5000")
     print(
-        "keep it only if an SPRT accepts it, e.g.: latentchess match "
-        f"'{tuned_spec(spec, state)},name=tuned' '{spec},name=base' --sprt 0,5"
+        "keep it only if an SPRT against the start accepts it: latentchess match "
+        f"'{tuned_spec(spec, state, name='tuned')}' '{base}' --sprt 0,5 --limit {limit}"
     )
     print(f"plot: {plot_history(state, plot)}")

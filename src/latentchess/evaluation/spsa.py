@@ -355,9 +355,19 @@ def run_spsa(
 # -- real games ------------------------------------------------------------------------------
 
 
-def _with_values(spec: str, values: Mapping[str, float]) -> str:
-    pairs = ",".join(f"{name}={_number(value)}" for name, value in values.items())
-    return spec + ("," if ":" in spec else ":") + pairs
+def _with_values(spec: str, values: Mapping[str, float], *, name: str | None = None) -> str:
+    """``spec`` with ``values`` as keys (replacing its own keys of those names) and an optional
+    display ``name`` (replacing its own)."""
+    from latentchess.engines.registry import parse_engine_spec
+
+    parsed = parse_engine_spec(spec)
+    tuned = {key.lower() for key in values}
+    parts = [*parsed.args]
+    parts += [f"{k}={v}" for k, v in parsed.params.items() if k.lower() not in tuned]
+    parts += [f"{key}={_number(value)}" for key, value in values.items()]
+    if name is not None:
+        parts.append(f"name={name}")
+    return parsed.kind + (":" + ",".join(parts) if parts else "")
 
 
 def _number(value: float) -> str:
@@ -431,10 +441,10 @@ def tuned_values(state: SpsaState) -> dict[str, float]:
     }
 
 
-def tuned_spec(spec: str, state: SpsaState) -> str:
-    """``spec`` with the tuned values as keys: what ``latentchess match --sprt`` should test
-    against ``spec`` before the values are kept."""
-    return _with_values(spec, tuned_values(state))
+def tuned_spec(spec: str, state: SpsaState, *, name: str | None = None) -> str:
+    """``spec`` with the tuned values as keys (in place of its own), optionally renamed: what
+    ``latentchess match --sprt`` should test against ``spec`` before the values are kept."""
+    return _with_values(spec, tuned_values(state), name=name)
 
 
 def report_table(state: SpsaState) -> str:

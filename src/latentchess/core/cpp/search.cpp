@@ -503,8 +503,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     // against a bound just under its score; if all fail low it is extended one ply. If even
     // without it the node holds a bound at or above beta, several moves do: cut (multi-cut).
     if (limits_.singular_extensions && depth >= parameters_.singular_min_depth &&
-        table_move != Move::none() &&
-        excluded == Move::none() && entry.depth >= depth - 3 &&
+        table_move != Move::none() && excluded == Move::none() && entry.depth >= depth - 3 &&
         (entry.bound == Bound::Lower || entry.bound == Bound::Exact) &&
         ply < 2 * root_depth_) {
       const int table_score = score_from_table(entry.score, ply);

@@ -5,8 +5,10 @@
 // - All per-search state (node counts, killers, PV table, evaluator stack) lives in a `Search`
 //   object used by one thread; the transposition table, the move-ordering histories (butterfly,
 //   continuation, counter-moves: halved before each search, cleared by new_game) and the
-//   evaluators are owned by the `SearchEngine` and lent to one search at a time. There are no
-//   mutable globals.
+//   evaluators are owned by the `SearchEngine` and lent to one search at a time. So are the
+//   tunable constants (SearchParameters, search_parameters.h): every thread's `Search` gets a
+//   copy of the engine's, so all threads of a search use the same values. There are no mutable
+//   globals.
 // - Lazy SMP (SearchEngine::set_threads): a search with N threads runs N `Search` objects over
 //   one shared transposition table (tt.h: lockless), each with its own evaluator (a clone),
 //   history and killers. Thread 0, the main thread, runs on the caller's thread and alone owns
