@@ -506,6 +506,6 @@ def plot_history(state: SpsaState, path: Path) -> Path:
     figure.suptitle(f"SPSA: {state.iteration} of {state.config.iterations} iterations", fontsize=9)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=80)
     plt.close(figure)
     return path
