@@ -159,7 +159,7 @@ def _spsa(args: argparse.Namespace) -> int:
         "engine": args.engine,
         "limit": str(args.limit),
         "max_plies": args.max_plies,
-        "openings": str(args.openings) if args.openings else "eco",
+        "openings": "chess960" if args.chess960 else str(args.openings or "eco"),
         "opening_plies": args.opening_plies,
         "balance_cp": args.balance_cp,
     }

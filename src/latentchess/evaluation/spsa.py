@@ -174,6 +174,8 @@ class SpsaState:
     def to_json(self) -> dict[str, Any]:
         """The state as JSON-ready data."""
         version, internal, gauss = self.rng
+        # The Mersenne Twister's 625 words as one hex string (8 digits each): one line of JSON.
+        words = "".join(f"{word:08x}" for word in internal)
         return {
             "format": STATE_FORMAT,
             "parameters": [asdict(parameter) for parameter in self.parameters],
@@ -181,7 +183,7 @@ class SpsaState:
             "context": self.context,
             "iteration": self.iteration,
             "theta": self.theta,
-            "rng": [version, list(internal), gauss],
+            "rng": {"version": version, "state": words, "gauss": gauss},
             "history": self.history,
         }
 
@@ -190,13 +192,17 @@ class SpsaState:
         """Inverse of :meth:`to_json` (KeyError/TypeError/ValueError on a malformed one)."""
         if data["format"] != STATE_FORMAT:
             raise ValueError(f"format {data['format']!r}, expected {STATE_FORMAT}")
-        version, internal, gauss = data["rng"]
+        rng = data["rng"]
+        words = str(rng["state"])
+        internal = tuple(int(words[i : i + 8], 16) for i in range(0, len(words), 8))
+        if len(internal) != 625:
+            raise ValueError(f"a random generator state of 625 words, got {len(internal)}")
         return cls(
             parameters=[SpsaParameter(**parameter) for parameter in data["parameters"]],
             config=SpsaConfig(**data["config"]),
             theta={str(name): float(value) for name, value in data["theta"].items()},
             iteration=int(data["iteration"]),
-            rng=(version, tuple(internal), gauss),
+            rng=(int(rng["version"]), internal, rng["gauss"]),
             history=list(data["history"]),
             context=dict(data["context"]),
         )
