@@ -2,7 +2,8 @@
 
 Modules: ``limits`` (per-side limit strings), ``openings`` (PGN/EPD/Polyglot/ECO openings),
 ``game`` (one game and its PGN record), ``match`` (concurrent, resumable matches), ``sprt``
-(sequential tests over game pairs), ``elo`` (BayesElo fits), ``ladder`` (bracket search against
+(sequential tests over game pairs), ``spsa`` (tuning engine parameters by SPSA over game
+pairs), ``elo`` (BayesElo fits), ``ladder`` (bracket search against
 rated opponents), ``puzzles`` (Lichess-format puzzles), ``epd`` (bm/am and STS suites), ``workers``
 (one engine per thread over many items), ``human`` (human move matching's protocol: plies,
 clocks, speeds, bands, held-out players, intervals),
@@ -33,6 +34,11 @@ _LAZY: dict[str, str] = {
     "SprtStatus": "latentchess.evaluation.sprt",
     "sprt_status": "latentchess.evaluation.sprt",
     "pentanomial_elo": "latentchess.evaluation.sprt",
+    "SpsaParameter": "latentchess.evaluation.spsa",
+    "SpsaConfig": "latentchess.evaluation.spsa",
+    "SpsaState": "latentchess.evaluation.spsa",
+    "run_spsa": "latentchess.evaluation.spsa",
+    "match_objective": "latentchess.evaluation.spsa",
     "GameOutcome": "latentchess.evaluation.elo",
     "EloFit": "latentchess.evaluation.elo",
     "fit_bayeselo": "latentchess.evaluation.elo",

@@ -43,6 +43,7 @@ __all__ = [
     "SpsaState",
     "SpsaObjective",
     "schedule",
+    "Perturbation",
     "perturb",
     "spsa_iteration",
     "run_spsa",
