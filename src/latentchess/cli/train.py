@@ -1,4 +1,6 @@
-"""``latentchess train {supcon,chessformer,nnue}``: one command, one loop, three objectives.
+"""``latentchess train {supcon,regression,chessformer,nnue}``: one command, one loop.
+
+``regression`` is the control of ``supcon``: the same encoder and flags, another loss.
 
 Each objective's flags map onto its config (:class:`~latentchess.training.config.TrainConfig`,
 :class:`~latentchess.training.objectives.chessformer.ChessformerTrainConfig`,
@@ -37,7 +39,7 @@ __all__ = [
     "deprecated",
 ]
 
-OBJECTIVES = ("supcon", "chessformer", "nnue")
+OBJECTIVES = ("supcon", "regression", "chessformer", "nnue")
 DEFAULT_OBJECTIVE = "supcon"
 
 _CHESSFORMER_DESCRIPTION = (
@@ -91,6 +93,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
             "(paper section 3.3), compute the advantage axis and the score calibration, and "
             "write OUT/model. Rerunning the same command resumes from OUT/checkpoints. "
             "Under torchrun the run is data-parallel (--batch-size is the global batch)."
+        ),
+    )
+    _add_supcon_arguments(p)
+    p.set_defaults(func=_supcon)
+
+    p = objectives.add_parser(
+        "regression",
+        help="the same encoder trained to regress its axis cosine onto the win probability "
+        "(the control of supcon)",
+        description=(
+            "Train an encoder of the supcon objective's shape (same flags, data, split, "
+            "optimiser and export) with a fixed unit axis u: the loss is the mean squared error "
+            "of cos(z, u) against 2 p_white - 1. --positives and --temperature are not used; a "
+            "step embeds --batch-size positions (768 embeds as many as supcon's 128 x (1 + 5)). "
+            "The model stores u as its axis, so `latent:model=DIR` scores with it unchanged."
         ),
     )
     _add_supcon_arguments(p)
@@ -224,10 +241,12 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
             )
         model = dataclasses.replace(model, feature_set=feature_set)
     optional = {"lr": args.lr, "weight_decay": args.weight_decay}
+    objective = getattr(args, "objective", "supcon")
     return TrainConfig(
         data=args.data,
         out=args.out,
         model=model,
+        objective="regression" if objective == "regression" else "supcon",
         steps=args.steps,
         max_minutes=args.max_minutes,
         batch_size=args.batch_size,

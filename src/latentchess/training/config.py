@@ -17,9 +17,10 @@ from latentchess.models.config import (
     get_config,
 )
 
-__all__ = ["TrainConfig", "SCHEDULES", "PRECISIONS", "lr_factor"]
+__all__ = ["TrainConfig", "SCHEDULES", "PRECISIONS", "ENCODER_OBJECTIVES", "lr_factor"]
 
 SCHEDULES = ("cosine", "constant")
+ENCODER_OBJECTIVES = ("supcon", "regression")
 PRECISIONS = ("auto", "fp32", "bf16")
 
 # Fields that may change between a run and its resumption: where things live, how often to
@@ -46,9 +47,14 @@ _RESUMABLE_CHANGES = frozenset(
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
-    """Hyperparameters of a SupCon training run (defaults follow the paper where it says).
+    """Hyperparameters of an encoder training run (defaults follow the paper where it says).
 
     Attributes:
+        objective: ``"supcon"`` (the paper's contrastive loss,
+            :mod:`latentchess.training.objectives.supcon`) or ``"regression"`` (the same encoder
+            trained to regress its cosine to a fixed axis onto ``2 p_white - 1``,
+            :mod:`latentchess.training.objectives.regression`; ``positives`` and ``temperature``
+            unused, a step embeds ``batch_size`` positions).
         data: a training cache directory or a dataset directory of Parquet shards.
         out: run directory: ``checkpoints/``, ``metrics.jsonl``, ``model/``, ``training.png``.
         model: encoder architecture (``--model-config`` picks one of ``MODEL_CONFIGS``, or a
@@ -99,6 +105,7 @@ class TrainConfig:
     data: Path
     out: Path
     model: AnyEncoderConfig = field(default_factory=lambda: _default_model())
+    objective: str = "supcon"
     steps: int = 10_000
     max_minutes: float | None = None
     batch_size: int = 128
@@ -165,6 +172,10 @@ class TrainConfig:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
         if not 0.0 < self.holdout_fraction < 1.0:
             raise ValueError(f"holdout_fraction must lie in (0, 1), got {self.holdout_fraction!r}")
+        if self.objective not in ENCODER_OBJECTIVES:
+            raise ValueError(
+                f"unknown objective {self.objective!r}; choose from {list(ENCODER_OBJECTIVES)}"
+            )
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; choose from {list(SCHEDULES)}")
         if self.precision not in PRECISIONS:
@@ -179,6 +190,9 @@ class TrainConfig:
 
     @property
     def views_per_step(self) -> int:
+        """Positions embedded in one global step (SupCon: each anchor brings ``positives``)."""
+        if self.objective == "regression":
+            return self.batch_size
         return self.batch_size * (1 + self.positives)
 
     def to_dict(self) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from torch import nn
 from latentchess.training.config import TrainConfig
 from latentchess.training.distributed import DistContext
 from latentchess.training.loop import LoopSettings, run_objective
+from latentchess.training.objectives.regression import AxisRegressionObjective
 from latentchess.training.objectives.supcon import SupConObjective
 
 __all__ = ["TrainResult", "train"]
@@ -71,6 +72,9 @@ class TrainResult:
 def train(cfg: TrainConfig, *, on_step: Callable[[int], None] | None = None) -> TrainResult:
     """Train (or resume training) a SOLIS encoder as described by ``cfg``.
 
+    ``cfg.objective`` picks the loss: SupCon, or the axis regression of
+    :class:`~latentchess.training.objectives.regression.AxisRegressionObjective` (its control).
+
     A checkpoint in ``cfg.out/checkpoints`` is resumed automatically; a config that differs from
     the checkpoint's in a setting that matters is refused. SIGINT and SIGTERM end the run after the
     current step with a checkpoint. Under ``torchrun`` the run is data-parallel.
@@ -103,9 +107,10 @@ def train(cfg: TrainConfig, *, on_step: Callable[[int], None] | None = None) -> 
         resume_differences=cfg.resume_differences,
     )
     objectives: list[SupConObjective] = []
+    kind = AxisRegressionObjective if cfg.objective == "regression" else SupConObjective
 
     def build(ctx: DistContext) -> SupConObjective:
-        objectives.append(SupConObjective(cfg, ctx))
+        objectives.append(kind(cfg, ctx))
         return objectives[-1]
 
     def optimizer(model: nn.Module, s: LoopSettings) -> torch.optim.Optimizer:

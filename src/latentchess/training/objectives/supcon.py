@@ -232,6 +232,10 @@ class SupConObjective(Objective):
         }
         return metrics, axis, cos
 
+    def _axis_counts(self, selection: AxisSelection) -> dict[str, Any]:
+        """The ``axis_counts`` entry of the exported model (the mates the axis came from)."""
+        return selection.counts()
+
     def evaluate(self) -> dict[str, float]:
         metrics, _, _ = self._heldout_scores(self.eval_axis, self.eval_index, self.eval_batches)
         return metrics
@@ -259,7 +263,7 @@ class SupConObjective(Objective):
             self.encoder,
             axis=axis,
             metadata={
-                "axis_counts": selection.counts(),
+                "axis_counts": self._axis_counts(selection),
                 "calibration": calibration,
                 "training": training,
                 "metrics": metrics,
