@@ -1,12 +1,17 @@
 """Our Table 2: Elo of a model by search depth, in minimax and beam modes, on the evaluation ladder.
 
-Each configuration (mode, depth 1..6, width 3) is bracketed with ``latentchess.evaluation.ladder``
-against the same rungs (a random mover, Stockfish at 30 nodes, Sunfish, Stockfish 15.1 UCI_Elo
-levels), our engine at a fixed depth and every rung at ``--opponent-limit`` (the paper: 50 ms per
-move). All games go to one PGN, so calibration games between rungs are played once and shared, and
-an interrupted run resumes. At the end one BayesElo fit over every game of the PGN (UCI_Elo levels
-anchored at their nominal ratings) gives each configuration its Elo with a 95% interval; the fit
-uses all configurations' games, so the lower rungs are calibrated by all of them.
+Each configuration (mode, depth 1..6, width 3 or each of ``--width``) is bracketed with
+``latentchess.evaluation.ladder`` against the same rungs (a random mover, Stockfish at 30 nodes,
+Sunfish, Stockfish 15.1 UCI_Elo levels), our engine at a fixed depth and every rung at
+``--opponent-limit`` (the paper: 50 ms per move). All games go to one PGN, so calibration games
+between rungs are played once and shared, and an interrupted run resumes. At the end one BayesElo
+fit over every game of the PGN (UCI_Elo levels anchored at their nominal ratings) gives each
+configuration its Elo with a 95% interval; the fit uses all configurations' games, so the lower
+rungs are calibrated by all of them.
+
+Configurations are named ``LABEL-MODE-dDEPTH`` (``-wWIDTH`` added for widths other than 3;
+``--label`` defaults to ``latent``), so two models, or two widths, can share one PGN and one fit:
+copy an earlier run's games.pgn into --out and its games count as already played.
 
 Writes, under --out: games.pgn, depth_elo.json (the ``plot depth-elo`` format plus the fit, the
 brackets and timings), depth_elo.md, depth_elo.png.
@@ -42,7 +47,14 @@ def main() -> int:
     p.add_argument("--model", help="model directory (default: the shipped default model)")
     p.add_argument("--modes", default="minimax,beam")
     p.add_argument("--depths", default="1,2,3,4,5,6")
-    p.add_argument("--width", type=int, default=3)
+    p.add_argument(
+        "--width", default="3", help="comma-separated widths (default 3): one configuration each"
+    )
+    p.add_argument(
+        "--label",
+        default="latent",
+        help="name prefix of the configurations (default latent: latent-minimax-d6)",
+    )
     p.add_argument("--opponent-limit", default="50ms")
     p.add_argument("--elo-levels", default="1350,1550,1750,1950", help="UCI_Elo rungs")
     p.add_argument("--games-per-step", type=int, default=4)
@@ -73,41 +85,48 @@ def main() -> int:
     adjudication = Adjudication(make=lambda: create_engine("stockfish"))
     model = f",model={args.model}" if args.model else ""
     configs = []
-    for mode in args.modes.split(","):
-        for depth in (int(d) for d in args.depths.split(",")):
-            name = f"latent-{mode}-d{depth}"
-            spec = f"latent:depth={depth},width={args.width},mode={mode}{model},name={name}"
-            play = match_runner(
-                pgn_path=pgn,
-                limit=parse_limit(f"depth={depth}"),  # a depth in the limit overrides the spec's
-                opponent_limit=parse_limit(args.opponent_limit),
-                rungs=rungs,
-                openings=openings,
-                workers=args.workers,
-                max_plies=args.max_plies,
-                adjudication=adjudication,
-                progress=not args.no_progress,
-            )
-            result = run_ladder(
-                spec,
-                rungs,
-                play,
-                games_per_step=args.games_per_step,
-                games_per_rung=args.focus_games if name in args.focus else args.games_per_rung,
-                calibration_games=args.calibration_games,
-                log=lambda line: print(line, file=sys.stderr, flush=True),
-            )
-            print(result.summary(), flush=True)
-            configs.append(
-                {
-                    "series": mode,
-                    "depth": depth,
-                    "name": name,
-                    "spec": spec,
-                    "below": result.below,
-                    "above": result.above,
-                }
-            )
+    widths = [int(w) for w in args.width.split(",")]
+    grid = [
+        (mode, depth, width)
+        for mode in args.modes.split(",")
+        for depth in (int(d) for d in args.depths.split(","))
+        for width in widths
+    ]
+    for mode, depth, width in grid:
+        name = f"{args.label}-{mode}-d{depth}" + ("" if width == 3 else f"-w{width}")
+        spec = f"latent:depth={depth},width={width},mode={mode}{model},name={name}"
+        play = match_runner(
+            pgn_path=pgn,
+            limit=parse_limit(f"depth={depth}"),  # a depth in the limit overrides the spec's
+            opponent_limit=parse_limit(args.opponent_limit),
+            rungs=rungs,
+            openings=openings,
+            workers=args.workers,
+            max_plies=args.max_plies,
+            adjudication=adjudication,
+            progress=not args.no_progress,
+        )
+        result = run_ladder(
+            spec,
+            rungs,
+            play,
+            games_per_step=args.games_per_step,
+            games_per_rung=args.focus_games if name in args.focus else args.games_per_rung,
+            calibration_games=args.calibration_games,
+            log=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+        print(result.summary(), flush=True)
+        configs.append(
+            {
+                "series": mode if len(widths) == 1 else f"{mode} w{width}",
+                "depth": depth,
+                "width": width,
+                "name": name,
+                "spec": spec,
+                "below": result.below,
+                "above": result.above,
+            }
+        )
 
     move_seconds = engine_move_seconds(pgn)
     outcomes, _ = read_pgn_outcomes([pgn])
@@ -168,13 +187,14 @@ def engine_move_seconds(pgn: Path) -> dict[str, list[float]]:
 
 def _write_markdown(path: Path, payload: dict, table: str) -> None:
     rows = [
-        "| mode | depth | Elo | 95% interval | games | score | bracket (beats / not) "
-        "| s/move | engine min |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| configuration | mode | depth | width | Elo | 95% interval | games | score "
+        "| bracket (beats / not) | s/move | engine min |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in payload["results"]:
         rows.append(
-            f"| {c['series']} | {c['depth']} | {c['elo']:.0f} | [{c['elo_low']:.0f}, "
+            f"| {c['name']} | {c['series'].split()[0]} | {c['depth']} | {c.get('width', 3)} "
+            f"| {c['elo']:.0f} | [{c['elo_low']:.0f}, "
             f"{c['elo_high']:.0f}] | {c['games']} | {100 * c['points'] / c['games']:.0f}% | "
             f"{c['below'] or '-'} / {c['above'] or '-'} | {c['seconds_per_move']:.2f} | "
             f"{c['engine_minutes']:.1f} |"
@@ -182,7 +202,7 @@ def _write_markdown(path: Path, payload: dict, table: str) -> None:
     text = (
         "# Elo by search depth (our Table 2)\n\n"
         f"Command: `{payload['command']}` at commit {payload['commit']} on "
-        f"{payload['machine']}. Opponents at {payload['opponent_limit']} per move; width 3. "
+        f"{payload['machine']}. Opponents at {payload['opponent_limit']} per move. "
         "s/move and engine min: our engine's thinking time per move and in all its games (from "
         "the PGN's [%emt]); games ran two at a time.\n\n"
         + "\n".join(rows)
