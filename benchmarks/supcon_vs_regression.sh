@@ -49,12 +49,18 @@ if [[ $want == all || $want == ladder ]]; then
         --focus-games 30 --workers 2 --no-progress
 fi
 if [[ $want == all || $want == match ]]; then
-    # 4. Head to head in the same search, depth 8 width 3, both colours of each opening.
-    timed match nice -n 19 $lc match \
-        "latent:model=$run/model,depth=8,width=3,name=regression-d8" \
-        "latent:model=$supcon,depth=8,width=3,name=sparse-64-d8" \
-        --games 200 --limit depth=8 --workers 2 --max-plies 300 --adjudicate \
-        --pgn "$out/match.pgn" --json "$out/match.json" --no-progress
+    # 4. Head to head in the same search, both colours of each opening: depth 8 width 3 (the
+    #    ladder's setting; match.json) and depth 6 width 8 (match_d6w8.json).
+    for dw in 8:3 6:8; do
+        d=${dw%:*} w=${dw#*:}
+        tag=$([[ $dw == 8:3 ]] && echo match || echo "match_d${d}w${w}")
+        n=$([[ $w == 3 ]] && echo "d$d" || echo "d$d-w$w")
+        timed "$tag" nice -n 19 $lc match \
+            "latent:model=$run/model,depth=$d,width=$w,name=regression-$n" \
+            "latent:model=$supcon,depth=$d,width=$w,name=sparse-64-$n" \
+            --games 200 --limit depth=$d --workers 2 --max-plies 300 --adjudicate \
+            --pgn "$out/$tag.pgn" --json "$out/$tag.json" --no-progress
+    done
 fi
 if [[ $want == all || $want == widths ]]; then
     # 5. Widths 5 and 8 for sparse-64 at depth 8, added to a copy of its ladder PGN.
