@@ -11,6 +11,7 @@ LAYERS = {
     # pure functions and error types
     "errors": 0, "encoding": 0, "winprob": 0, "squares": 0, "argtypes": 0, "provenance": 0,
     "wdl": 0, "batch_keys": 0, "resources": 0, "weights": 0,
+    "cluster": 0,  # where units of work run (threads or a Dask cluster): only errors, argtypes
     "core": 1,  # the C++ extension and its Python side (alpha-beta, NNUE lookup)
     "data": 2,
     "models": 3, "nnue": 3,  # networks and model files
