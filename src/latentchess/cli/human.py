@@ -108,8 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _run(args: argparse.Namespace) -> int:
-    from latentchess.evaluation.human import HumanProtocol
-    from latentchess.models.chessformer_human import evaluate_human, write_json
+    from latentchess.evaluation.human import HumanProtocol, evaluate_human, write_json
 
     protocol = HumanProtocol(
         skip_plies=args.skip_plies,
