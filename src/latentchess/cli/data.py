@@ -118,6 +118,91 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.set_defaults(func=_generate)
 
     p = commands.add_parser(
+        "selfplay",
+        help="games of the native ab engine against itself -> Stockfish .bin training records",
+        description=(
+            "Play games of `ab` (its NNUE, in-process, one thread, a fixed node count) against "
+            "itself from ECO opening lines plus random plies, with resign and draw adjudication, "
+            "and write one 40-byte Stockfish PackedSfenValue record per kept position (score, "
+            "best move, ply, game result) to OUT/selfplay-s<I>of<N>.bin, with a log of games. "
+            "Rerunning the same command resumes (finished games are kept; a larger --games "
+            "extends the run). Game g belongs to shard g mod N; shards' .bin files concatenate. "
+            "Train on them with `latentchess train nnue --data OUT --lambda L`."
+        ),
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
+    p.add_argument(
+        "--games", type=positive_int, required=True, help="games in total (over all shards)"
+    )
+    p.add_argument("--nodes", type=positive_int, default=5000, help="nodes per move (5000)")
+    p.add_argument("--seed", type=int, default=0, help="run seed; game g is seeded by (seed, g)")
+    p.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N", help="default 0/1")
+    p.add_argument(
+        "--workers", type=positive_int, default=1, help="processes, one engine each (default 1)"
+    )
+    p.add_argument(
+        "--eval", default="nnue", metavar="EVAL", help="nnue (default), hce or an NNUE model dir"
+    )
+    p.add_argument("--hash", type=positive_int, default=16, metavar="MB", help="per process (16)")
+    p.add_argument(
+        "--openings",
+        default=None,
+        metavar="PGN|none",
+        help="opening lines (default: pgn-extract's eco.pgn); 'none': the start position",
+    )
+    p.add_argument(
+        "--random-plies", type=non_negative_int, default=4, help="random plies after the line (4)"
+    )
+    p.add_argument(
+        "--opening-cp",
+        type=non_negative_int,
+        default=300,
+        help="redraw the random plies when the first search scores beyond this (300)",
+    )
+    p.add_argument("--resign-cp", type=non_negative_int, default=600, help="(600)")
+    p.add_argument(
+        "--resign-plies",
+        type=non_negative_int,
+        default=8,
+        help="resign after this many plies in a row beyond --resign-cp for one side (8; 0: never)",
+    )
+    p.add_argument("--draw-cp", type=non_negative_int, default=10, help="(10)")
+    p.add_argument(
+        "--draw-plies",
+        type=non_negative_int,
+        default=12,
+        help="draw after this many plies in a row within +-draw-cp (12; 0: never)",
+    )
+    p.add_argument(
+        "--draw-min-ply", type=non_negative_int, default=80, help="no draw adjudication before (80)"
+    )
+    p.add_argument("--max-plies", type=positive_int, default=400, help="draw at this ply (400)")
+    p.add_argument(
+        "--keep",
+        choices=("quiet", "all"),
+        default="quiet",
+        help="quiet (default): skip positions in check or whose best move captures; all: keep all",
+    )
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
+    p.set_defaults(func=_selfplay)
+
+    p = commands.add_parser(
+        "show-bin",
+        help="print the records of a Stockfish .bin training file (or check it)",
+        description=(
+            "Decode 40-byte PackedSfenValue records (e.g. `data selfplay` output): one line per "
+            "record, FEN, score, best move, ply, result; a malformed or truncated record is "
+            "reported with the file, record number and byte offset."
+        ),
+    )
+    p.add_argument("path", type=Path, metavar="FILE.bin|DIR")
+    p.add_argument("--head", type=non_negative_int, default=10, help="records to print (10)")
+    p.add_argument(
+        "--check", action="store_true", help="read every record, check moves, print counts"
+    )
+    p.set_defaults(func=_show_bin)
+
+    p = commands.add_parser(
         "label",
         help="label the positions of a PGN, EPD or FEN-list file",
         description=(
@@ -332,6 +417,69 @@ def _generate(args: argparse.Namespace) -> int:
         f"generate: {result.rows} rows in {result.out} ({result.new_rows} new; "
         f"{result.labelled} positions labelled in {result.games} games, {rate:.1f} pos/s)"
     )
+    return 0
+
+
+def _selfplay(args: argparse.Namespace) -> int:
+    from latentchess.data.generate import DEFAULT_OPENINGS
+    from latentchess.data.selfplay import SelfPlayConfig, selfplay
+
+    openings = args.openings
+    config = SelfPlayConfig(
+        games=args.games,
+        nodes=args.nodes,
+        seed=args.seed,
+        evaluator=args.eval,
+        hash_mb=args.hash,
+        openings=None if openings == "none" else Path(openings or DEFAULT_OPENINGS),
+        random_plies=args.random_plies,
+        opening_cp=args.opening_cp,
+        resign_cp=args.resign_cp,
+        resign_plies=args.resign_plies,
+        draw_cp=args.draw_cp,
+        draw_plies=args.draw_plies,
+        draw_min_ply=args.draw_min_ply,
+        max_plies=args.max_plies,
+        keep=args.keep,
+        shard_index=args.shard[0],
+        num_shards=args.shard[1],
+    )
+    result = selfplay(config, args.out, workers=args.workers, progress=args.progress)
+    seconds = max(result.seconds, 1e-9)
+    print(
+        f"selfplay: {result.records} records of {result.games} games in {result.path} "
+        f"({result.new_games} games, {result.new_records} records new; "
+        f"{result.new_records / seconds:.1f} records/s, {result.searched / seconds:.1f} "
+        f"searches/s, {result.new_games / seconds:.2f} games/s)"
+    )
+    return 0
+
+
+def _show_bin(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from latentchess.data.packed_sfen import read_records
+
+    if args.check:
+        results: Counter[int] = Counter()
+        mates = 0
+        for _, record in read_records(args.path, check_moves=True):
+            results[record.result] += 1
+            mates += record.mate is not None
+        total = sum(results.values())
+        print(
+            f"{args.path}: {total} records, all legal; results (side to move) "
+            f"+1 {results[1]}, 0 {results[0]}, -1 {results[-1]}; mate scores {mates}"
+        )
+        return 0
+    for index, record in read_records(args.path):
+        if index >= args.head:
+            break
+        score = f"mate {record.mate}" if record.mate is not None else f"cp {record.score_cp}"
+        print(
+            f"{record.fen}  {score}  {record.move.uci()}  ply {record.ply}  "
+            f"result {record.result:+d}"
+        )
     return 0
 
 

@@ -411,10 +411,20 @@ def add_nnue_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar="PATH[:ROWS[:EVERY]]",
-        help="labelled CSV (repeatable): every EVERY-th row, at most ROWS of them",
+        help="labelled CSV, self-play .bin file (`data selfplay`) or a directory of them "
+        "(repeatable): every EVERY-th row, at most ROWS of them",
     )
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument("--cache", type=Path, default=None, help="feature cache dir (default OUT/cache)")
+    p.add_argument(
+        "--lambda",
+        dest="score_lambda",
+        type=float,
+        default=1.0,
+        metavar="LAMBDA",
+        help="target = LAMBDA * winprob(score) + (1 - LAMBDA) * game result (default 1: the "
+        "score alone; results come from self-play .bin data, CSV rows use the score alone)",
+    )
     p.add_argument("--features", default="ALL", help="feature set, e.g. ALL or ALL+H+V")
     p.add_argument("--l1", type=int, default=256, help="accumulator width (default 256)")
     p.add_argument("--l2", type=int, default=32, help="hidden width (default 32)")
@@ -480,6 +490,7 @@ def run_nnue(args: argparse.Namespace) -> int:
         device=args.device,
         seed=args.seed,
         dense_lr_scale=args.dense_lr_scale,
+        score_lambda=args.score_lambda,
         progress=not args.no_progress,
         command=command_line(),
     )

@@ -1,8 +1,10 @@
 """Feature cache for NNUE training: labelled CSV rows -> memory-mapped feature arrays, once.
 
 Sources are the project's labelled CSVs (``fen,cp_white,mate_white,win_prob_white,best_move,
-depth,multipv_gap_cp``, gzip or plain; or a directory of them, such as ``nnue label-static``'s
-output), each given as ``PATH[:ROWS[:EVERY]]``: every ``EVERY``-th
+depth,multipv_gap_cp``, gzip or plain), self-play files (Stockfish's ``.bin`` records of
+``data selfplay``: :mod:`latentchess.data.packed_sfen`; their score is the row's centipawns and
+their game result is kept), or a directory of either (such as ``nnue label-static``'s or
+``data selfplay``'s output), each given as ``PATH[:ROWS[:EVERY]]``: every ``EVERY``-th
 row, at most ``ROWS`` of them. The thesis's filters drop a row when it holds a mate score, when
 ``|cp| > 5000``, when the side to move is in check, or when the best move is a capture. Rows with
 no best move are static-evaluation labels (:mod:`latentchess.nnue.distil`), quiet when made.
@@ -17,6 +19,8 @@ Cache directory layout::
                            padded with N (the feature count; an all-zero embedding row)
     stm.npy                (n,) uint8: 0 = White to move, 1 = Black
     score.npy              (n,) float32: the label in centipawns, side to move's view
+    result.npy             (n,) float32: the game's result, side to move's view (1 win, 0.5 draw,
+                           0 loss; NaN where unknown: CSV rows carry none)
     pqr.npy                (n, 2, 2, K) int16, only with ``pqr=True``: features of Q (after the
                            labelled best move) and R (after a random other legal move)
 """
@@ -27,6 +31,7 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -90,39 +95,62 @@ def pad_features(active: npt.NDArray[np.int64], width: int, pad: int) -> npt.NDA
     return out
 
 
-def _lines(path: Path) -> Iterator[tuple[Path, int, str]]:
-    """(file, line number, line) of a CSV, or of every ``*.csv[.gz]`` in a directory in order."""
+_Row = tuple[Path, int, list[str], float]  # file, line or record number, fields, White's result
+
+
+def _is_bin(path: Path) -> bool:
+    return path.suffix == ".bin"
+
+
+def _lines(path: Path) -> Iterator[_Row]:
+    """The rows of a CSV or ``.bin`` file, or of every ``*.csv[.gz]`` and ``*.bin`` in a
+    directory in name order, as CSV fields (self-play records converted; result NaN for CSV)."""
+    from latentchess.data.packed_sfen import read_records
+
     if not path.exists():
         raise LatentChessError(f"data file {str(path)!r} does not exist")
     files = (
-        sorted(p for p in path.iterdir() if p.name.endswith((".csv", ".csv.gz")))
+        sorted(p for p in path.iterdir() if p.name.endswith((".csv", ".csv.gz", ".bin")))
         if path.is_dir()
         else [path]
     )
     for file in files:
+        if _is_bin(file):
+            for number, record in read_records(file):
+                white = record.fen.split(" ", 2)[1] == "w"
+                cp, mate = record.score_cp, record.mate
+                fields = [
+                    record.fen,
+                    "" if cp is None else str(cp if white else -cp),
+                    "" if mate is None else str(mate if white else -mate),
+                    "",
+                    record.move.uci(),
+                ]
+                yield file, number, fields, (1 + (record.result if white else -record.result)) / 2
+            continue
         opener = gzip.open if file.suffix == ".gz" else open
         with opener(file, "rb") as raw:
             for number, line in enumerate(io.TextIOWrapper(raw, encoding="utf-8"), start=1):
-                yield file, number, line
+                fields = line.rstrip("\n").split(",")
+                if len(fields) < 5:
+                    raise DataFormatError(
+                        f"expected >= 5 comma-separated fields, got {line.strip()!r}",
+                        path=file,
+                        line=number,
+                    )
+                yield file, number, fields, math.nan
 
 
-def _rows(source: Source) -> Iterator[tuple[Path, int, list[str]]]:
-    """(file, line number, fields) of the selected rows of a source (a CSV or a directory)."""
+def _rows(source: Source) -> Iterator[_Row]:
+    """(file, line or record number, fields, White's result) of the selected rows of a source."""
     taken = 0
-    for index, (file, number, line) in enumerate(_lines(source.path)):
+    for index, row in enumerate(_lines(source.path)):
         if index % source.every:
             continue
         if source.rows is not None and taken >= source.rows:
             return
         taken += 1
-        fields = line.rstrip("\n").split(",")
-        if len(fields) < 5:
-            raise DataFormatError(
-                f"expected >= 5 comma-separated fields, got {line.strip()!r}",
-                path=file,
-                line=number,
-            )
-        yield file, number, fields
+        yield row
 
 
 def _all_features(board: chess.Board) -> tuple[list[int], list[int]]:
@@ -290,6 +318,12 @@ class FeatureCache:
     stm: npt.NDArray[np.uint8]  # (n,)
     score: npt.NDArray[np.float32]  # (n,)
     pqr: npt.NDArray[np.int16] | None  # (n, 2, 2, K)
+    result: npt.NDArray[np.float32] | None = None  # (n,) side to move's; None: an older cache
+
+    @property
+    def has_results(self) -> bool:
+        """Whether any row knows its game's result."""
+        return self.result is not None and bool(np.isfinite(self.result).any())
 
     @property
     def feature_set(self) -> FeatureSet:
@@ -314,6 +348,9 @@ def open_cache(path: str | Path) -> FeatureCache:
         stm=np.load(path / "stm.npy", mmap_mode="r"),
         score=np.load(path / "score.npy", mmap_mode="r"),
         pqr=pqr,
+        result=np.load(path / "result.npy", mmap_mode="r")
+        if (path / "result.npy").exists()
+        else None,
     )
 
 
@@ -393,6 +430,7 @@ def build_cache(
                 else np.zeros((0, 2, width), np.int16),
                 "stm": np.asarray([b[1] for b in buffer], dtype=np.uint8),
                 "score": np.asarray([b[2] for b in buffer], dtype=np.float32),
+                "result": np.asarray(results, dtype=np.float32),
                 "verdicts": np.asarray(json.dumps(counts_shard)),
             }
             if pqr:
@@ -403,22 +441,32 @@ def build_cache(
                 )
             _save_atomic_npz(file, **arrays)
         shard_index, in_shard, buffer = shard_index + 1, 0, []
+        results.clear()
 
+    results: list[float] = []  # side to move's game result of each kept row
     counts_shard: dict[str, int] = {}
     for source in sources:
-        for path, number, fields in _rows(source):
+        for path, number, fields, white_result in _rows(source):
             seen += 1
             done = (shards / f"{shard_index:05d}.npz").exists()
             if not done:
-                if native is not None:
-                    verdict, item = _label_native(
-                        native, fields, path, number, width, feature_set, pqr
-                    )
-                else:
-                    verdict, item = _label(fields, path, number, feature_set, width, pqr)
+                try:
+                    if native is not None:
+                        verdict, item = _label_native(
+                            native, fields, path, number, width, feature_set, pqr
+                        )
+                    else:
+                        verdict, item = _label(fields, path, number, feature_set, width, pqr)
+                except DataFormatError as error:
+                    if not _is_bin(path):
+                        raise
+                    raise DataFormatError(
+                        f"record {number}: {error.problem}", path=path, offset=number * 40
+                    ) from error
                 counts_shard[verdict] = counts_shard.get(verdict, 0) + 1
                 if item is not None:
                     buffer.append(item)
+                    results.append(white_result if item[1] == 0 else 1.0 - white_result)
             in_shard += 1
             if in_shard == shard_rows:
                 flush()
@@ -437,6 +485,10 @@ def build_cache(
     _save_atomic_npy(out / "features.npy", np.concatenate([p["features"] for p in parts]))
     _save_atomic_npy(out / "stm.npy", np.concatenate([p["stm"] for p in parts]))
     _save_atomic_npy(out / "score.npy", np.concatenate([p["score"] for p in parts]))
+    result = np.concatenate(  # shards of a build begun before results were kept have none
+        [p["result"] if "result" in p else np.full(len(p["stm"]), np.nan, np.float32) for p in parts]
+    )
+    _save_atomic_npy(out / "result.npy", result)
     if pqr:
         _save_atomic_npy(out / "pqr.npy", np.concatenate([p["pqr"] for p in parts]))
     meta = {
@@ -444,6 +496,7 @@ def build_cache(
         "rows_read": seen,
         "verdicts": counts,
         "rows": counts.get("kept", 0),
+        "rows_with_result": int(np.isfinite(result).sum()),
         "width": width,
         "extractor": "python-reference" if native is None else "native-core",
     }

@@ -5,7 +5,10 @@ The training itself is an objective of the shared loop (``latentchess train nnue
 resume, checkpoints, signals, progress, the metrics log and DDP for every objective).
 
 Losses (Lombardo 2024; scores in centipawns, side to move's view):
-    target score: ``mean(|sigmoid(out / 361) - sigmoid(target / 410)|^2.6)``
+    target score: ``mean(|sigmoid(out / 361) - t|^2.6)`` with the target
+    ``t = lambda * sigmoid(score / 410) + (1 - lambda) * result`` (result 1 / 0.5 / 0 for a won /
+    drawn / lost game, side to move's view; nnue-pytorch's ``lambda``; 1, the default, is the
+    score alone, and rows without a result, such as CSV labels, always use the score alone)
     PQR: with ``w(x) = 2 sigmoid(x / 361) - 1``, p, q, r = w(f(P)), w(f(Q)), w(f(R)):
     ``mean(-log sigmoid(r - q) - log sigmoid(p + q) - log sigmoid(-(p + q)))``
 
@@ -50,9 +53,16 @@ SCORE_SCALE_TARGET = 410.0
 LOSS_POWER = 2.6
 
 
-def score_loss(out: Tensor, target: Tensor) -> Tensor:
-    """Target-score loss in WDL space (thesis): mean |sigma(out/361) - sigma(target/410)|^2.6."""
-    diff = torch.sigmoid(out / SCORE_SCALE_OUT) - torch.sigmoid(target / SCORE_SCALE_TARGET)
+def score_loss(
+    out: Tensor, target: Tensor, result: Tensor | None = None, lam: float = 1.0
+) -> Tensor:
+    """Target-score loss in WDL space (thesis): mean |sigma(out/361) - t|^2.6, where
+    ``t = lam * sigma(target/410) + (1 - lam) * result`` (``result`` NaN: ``t`` is the score's)."""
+    wanted = torch.sigmoid(target / SCORE_SCALE_TARGET)
+    if result is not None and lam != 1.0:
+        blend = lam * wanted + (1.0 - lam) * result
+        wanted = torch.where(torch.isnan(result), wanted, blend)
+    diff = torch.sigmoid(out / SCORE_SCALE_OUT) - wanted
     return diff.abs().pow(LOSS_POWER).mean()
 
 
@@ -88,6 +98,8 @@ class NnueTrainConfig:
         threads: torch threads (``None``: torch's default).
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:N``.
         seed: data order and initial weights.
+        score_lambda: ``lambda``, the search score's weight in the target against the game
+            result (1: the score alone; rows without a result always use the score alone).
         dense_lr_scale: the learning-rate factor of the two dense layers (L2 and output). Their
             fan-in is 2 x L1, so one Adam step at the feature layer's rate moves a unit by about
             L1 x lr: at 2e-3 most L2 units left (0, 1) for good within ten steps (measured: 4 of
@@ -117,6 +129,7 @@ class NnueTrainConfig:
     device: str = "auto"
     seed: int = 0
     dense_lr_scale: float = 1.0
+    score_lambda: float = 1.0
     progress: bool = True
     command: str = ""
 
@@ -127,6 +140,10 @@ class NnueTrainConfig:
             raise LatentChessError("no training data given")
         if self.batch_size < 1 or self.steps < 1 or not 0 < self.holdout_fraction < 1:
             raise LatentChessError("batch size and steps must be >= 1, holdout in (0, 1)")
+        if not 0.0 <= self.score_lambda <= 1.0:
+            raise LatentChessError(f"lambda must lie in [0, 1], got {self.score_lambda!r}")
+        if self.score_lambda != 1.0 and self.loss != "score":
+            raise LatentChessError("lambda (the game result in the target) needs --loss score")
         if not 0.0 < self.dense_lr_scale <= 1.0:
             raise LatentChessError(
                 f"dense_lr_scale must lie in (0, 1], got {self.dense_lr_scale!r}"
@@ -146,6 +163,7 @@ class NnueTrainConfig:
         # Checkpoints written before a network option existed hold its default.
         saved["network"] = NnueConfig.from_dict(saved["network"]).to_dict()
         saved.setdefault("dense_lr_scale", 1.0)
+        saved.setdefault("score_lambda", 1.0)
         return [
             f"{key}: {saved.get(key)!r} -> {now.get(key)!r}"
             for key in sorted(set(saved) | set(now))

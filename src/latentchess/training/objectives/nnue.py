@@ -81,6 +81,12 @@ class NnueObjective(Objective):
             )
         ctx.barrier()
         self.cache: FeatureCache = open_cache(cache_dir)
+        if cfg.score_lambda != 1.0 and not self.cache.has_results:
+            raise LatentChessError(
+                f"lambda {cfg.score_lambda} blends in game results, but the cache "
+                f"{str(cache_dir)!r} holds none (CSV labels carry no result; self-play .bin "
+                "files do, and a cache built before results were kept needs rebuilding)"
+            )
         self.train_rows, self.hold_rows = holdout_split(
             len(self.cache), cfg.holdout_fraction, cfg.holdout_max, cfg.seed
         )
@@ -142,6 +148,13 @@ class NnueObjective(Objective):
         share = cfg.batch_size // self.ctx.world_size
         return np.sort(rows[self.ctx.rank * share : (self.ctx.rank + 1) * share])
 
+    def _result(self, rows: npt.NDArray[np.int64]) -> Tensor | None:
+        """Game results of ``rows`` (side to move's; NaN unknown), when the loss uses them."""
+        if self.cfg.score_lambda == 1.0 or self.cache.result is None:
+            return None
+        result = np.asarray(self.cache.result[rows], dtype=np.float32)
+        return torch.from_numpy(result).to(self.device)
+
     def _tensors(self, rows: npt.NDArray[np.int64]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """(white features, black features, side to move, score) of ``rows`` on the device."""
         feats = torch.from_numpy(np.asarray(self.cache.features[rows], dtype=np.int64))
@@ -154,7 +167,7 @@ class NnueObjective(Objective):
         white, black, stm, score = self._tensors(rows)
         out_p = model(white, black, stm)
         if self.cfg.loss == "score":
-            return score_loss(out_p, score)
+            return score_loss(out_p, score, self._result(rows), self.cfg.score_lambda)
         assert self.cache.pqr is not None
         pqr = torch.from_numpy(np.asarray(self.cache.pqr[rows], dtype=np.int64)).to(self.device)
         other = 1 - stm  # Q and R: the other side to move
@@ -216,6 +229,9 @@ def _fingerprint(cache: FeatureCache) -> str:
     digest = hashlib.sha256(str(len(cache)).encode())
     digest.update(np.ascontiguousarray(cache.score).tobytes())
     digest.update(np.ascontiguousarray(cache.stm).tobytes())
+    if cache.has_results:  # caches without results keep the digest they always had
+        assert cache.result is not None
+        digest.update(np.ascontiguousarray(cache.result).tobytes())
     return digest.hexdigest()[:16]
 
 
