@@ -350,9 +350,11 @@ def read_records(
         yield from _read_file(file, check_moves, chunk_records)
 
 
-def _read_file(file: Path, check_moves: bool, chunk_records: int) -> Iterator[tuple[int, PackedRecord]]:
+def _read_file(
+    file: Path, check_moves: bool, chunk_records: int
+) -> Iterator[tuple[int, PackedRecord]]:
     try:
-        handle = open(file, "rb")
+        handle = open(file, "rb")  # noqa: SIM115 (closed by the with below)
     except OSError as error:
         raise DataFormatError(f"cannot read: {error.strerror}", path=file) from error
     with handle:

@@ -382,9 +382,7 @@ def _resume(config: SelfPlayConfig, out: Path) -> tuple[set[int], int]:
     return done, records
 
 
-def _games(
-    config: SelfPlayConfig, pending: Sequence[int], workers: int
-) -> Iterator[GameRecord]:
+def _games(config: SelfPlayConfig, pending: Sequence[int], workers: int) -> Iterator[GameRecord]:
     """Play ``pending`` games, yielding each as it finishes (in one process or a pool)."""
     if workers <= 1:
         _worker_init(config)

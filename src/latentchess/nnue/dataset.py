@@ -486,7 +486,7 @@ def build_cache(
     _save_atomic_npy(out / "stm.npy", np.concatenate([p["stm"] for p in parts]))
     _save_atomic_npy(out / "score.npy", np.concatenate([p["score"] for p in parts]))
     result = np.concatenate(  # shards of a build begun before results were kept have none
-        [p["result"] if "result" in p else np.full(len(p["stm"]), np.nan, np.float32) for p in parts]
+        [p["result"] if "result" in p else np.full(len(p["stm"]), np.nan, "f4") for p in parts]
     )
     _save_atomic_npy(out / "result.npy", result)
     if pqr:
