@@ -4,7 +4,9 @@ Modules: :mod:`~latentchess.data.stockfish` (the labeller), :mod:`~latentchess.d
 :mod:`~latentchess.data.label`, :mod:`~latentchess.data.csv_import`,
 :mod:`~latentchess.data.chessbench` (importers), :mod:`~latentchess.data.merge`,
 :mod:`~latentchess.data.summary`, :mod:`~latentchess.data.store` (Parquet shards),
-:mod:`~latentchess.data.resume` (resumable writes), :mod:`~latentchess.data.cache` (training cache).
+:mod:`~latentchess.data.resume` (resumable writes), :mod:`~latentchess.data.cache` (training cache),
+:mod:`~latentchess.data.selfplay` (games of ``ab`` against itself) in
+:mod:`~latentchess.data.packed_sfen` records (Stockfish's ``.bin`` format).
 Names below are loaded on first use, so importing this package stays light.
 """
 
@@ -34,6 +36,10 @@ _LAZY: dict[str, str] = {
     "iter_records": "latentchess.data.store",
     "ShardWriter": "latentchess.data.store",
     "SCHEMA": "latentchess.data.store",
+    "SelfPlayConfig": "latentchess.data.selfplay",
+    "selfplay": "latentchess.data.selfplay",
+    "PackedRecord": "latentchess.data.packed_sfen",
+    "read_records": "latentchess.data.packed_sfen",
 }
 
 
