@@ -42,6 +42,7 @@ import multiprocessing
 import os
 import struct
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -320,8 +321,18 @@ def play_game(
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(config: SelfPlayConfig) -> None:
+def _watch_parent(parent: int) -> None:
+    """Quit a pool worker whose parent was killed (``kill -9`` leaves no one to end it)."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
+def _worker_init(config: SelfPlayConfig, pool_worker: bool = False) -> None:
     from latentchess.core.alphabeta import AlphaBeta
+
+    if pool_worker:
+        threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
 
     _WORKER["engine"] = AlphaBeta(config.evaluator, hash_mb=config.hash_mb)
     _WORKER["config"] = config
@@ -390,7 +401,7 @@ def _games(config: SelfPlayConfig, pending: Sequence[int], workers: int) -> Iter
             yield _worker_game(game)
         return
     context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, initializer=_worker_init, initargs=(config,)) as pool:
+    with context.Pool(workers, initializer=_worker_init, initargs=(config, True)) as pool:
         yield from pool.imap_unordered(_worker_game, pending, chunksize=1)
 
 
