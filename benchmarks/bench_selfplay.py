@@ -3,6 +3,7 @@ several node counts.
 
 Usage: python benchmarks/bench_selfplay.py --nodes 1000,5000,20000 --games 6 \
            --out benchmarks/results/selfplay
+       python benchmarks/bench_selfplay.py --import-file RUN.bin --out benchmarks/results/selfplay
 
 Plays the same games (indices 0..games-1 of a run with the default settings of
 ``latentchess data selfplay``: eco.pgn lines plus 4 random plies, resign 600 cp for 8 plies, draw
@@ -11,6 +12,10 @@ machine's load hits every node count alike, in this one process with one engine 
 (``ab``, NNUE, one thread, 16 MB). Rates are given per wall second and per CPU second of this
 process: on a shared machine the CPU-second rate is what one free core would do, the wall rate
 what this core got. The load average (``uptime``) before and after is recorded with them.
+
+``--import-file`` instead measures the way to training on a self-play file: decoding its records
+(:func:`~latentchess.data.packed_sfen.read_records`) and building the NNUE feature cache from it
+(``train nnue``'s first step), records per CPU second, stored as ``import.json``.
 """
 
 from __future__ import annotations
@@ -35,13 +40,54 @@ def _uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
+def _import(path: Path, out: Path | None) -> int:
+    import tempfile
+
+    from latentchess.data.packed_sfen import read_records
+    from latentchess.nnue.dataset import build_cache, parse_source
+    from latentchess.nnue.features import parse_feature_set
+
+    uptime_before, started = _uptime(), datetime.now(UTC)
+    cpu = time.process_time()
+    records = sum(1 for _ in read_records(path))
+    decode_s = time.process_time() - cpu
+    with tempfile.TemporaryDirectory() as cache_dir:
+        cpu = time.process_time()
+        cache = build_cache(
+            [parse_source(str(path))], Path(cache_dir), parse_feature_set("ALL"), progress=False
+        )
+        cache_s = time.process_time() - cpu
+        verdicts = cache.meta["verdicts"]
+    result = {
+        "command": f"python benchmarks/bench_selfplay.py --import-file {path.name}",
+        "date_utc": started.strftime("%Y-%m-%d %H:%M"),
+        "git_commit": git_commit(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores ({platform.node()})",
+        "uptime_before": uptime_before,
+        "uptime_after": _uptime(),
+        "records": records,
+        "decode_records_per_cpu_s": round(records / decode_s),
+        "feature_cache_records_per_cpu_s": round(records / cache_s),
+        "feature_set": "ALL",
+        "cache_verdicts": verdicts,
+    }
+    print(json.dumps(result, indent=2))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "import.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="1000,5000,20000", help="comma-separated node counts")
     parser.add_argument("--games", type=int, default=6, help="games per node count")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="directory for selfplay.json")
+    parser.add_argument("--import-file", type=Path, default=None, help="measure reading this")
     args = parser.parse_args()
+    if args.import_file is not None:
+        return _import(args.import_file, args.out)
     counts = [int(text) for text in args.nodes.split(",")]
     configs = {n: SelfPlayConfig(games=args.games, nodes=n, seed=args.seed) for n in counts}
     engines = {n: AlphaBeta("nnue", hash_mb=16) for n in counts}
