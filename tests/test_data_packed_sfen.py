@@ -32,6 +32,7 @@ CASES = [
     ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1g1"),  # castling kingside
     ("r3k2r/8/8/8/8/8/8/R3K2R b KQkq - 0 1", "e8c8"),  # castling queenside, Black
     ("r3k2r/8/8/8/8/8/8/R3K2R w Kq - 3 40", "h1h8"),  # some rights only; a capture
+    ("r3k3/8/8/8/8/8/8/4K2R w KQkq - 0 1", "e1f1"),  # rights without their rook are dropped
     ("rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3", "e5f6"),  # en passant
     ("rnbqkbnr/pppp1ppp/8/8/3Pp3/8/PPP1PPPP/RNBQKBNR b KQkq d3 0 2", "e4d3"),  # en passant, Black
     ("1n5k/P7/8/8/8/8/8/K7 w - - 0 60", "a7a8q"),

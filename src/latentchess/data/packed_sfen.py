@@ -160,7 +160,8 @@ def pack_position(board: chess.Board) -> bytes:
     kings = [board.pieces(chess.KING, color) for color in (chess.WHITE, chess.BLACK)]
     if any(len(k) != 1 for k in kings):
         raise ValueError(f"the format needs one king a side: {board.fen()!r}")
-    if board.castling_rights & ~chess.BB_CORNERS or board.chess960:
+    rights = board.clean_castling_rights()  # as the FEN says: only rights with king and rook
+    if rights & ~chess.BB_CORNERS or board.chess960:
         raise ValueError(f"only standard castling rights fit the format: {board.fen()!r}")
     if not 0 <= board.halfmove_clock <= 127 or not 1 <= board.fullmove_number <= 65535:
         raise ValueError(f"halfmove clock or fullmove number out of range: {board.fen()!r}")
@@ -176,7 +177,7 @@ def pack_position(board: chess.Board) -> bytes:
             bits |= code << cursor
             cursor += 5
     for rook in _CASTLING:
-        if board.castling_rights & rook:
+        if rights & rook:
             bits |= 1 << cursor
         cursor += 1
     if board.has_legal_en_passant():
