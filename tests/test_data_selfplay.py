@@ -72,6 +72,35 @@ def test_a_game_is_a_pure_function_of_the_run_and_its_index() -> None:
     assert len(first.records) == first.searched
 
 
+def test_an_opening_line_that_ends_the_game_is_cut_back() -> None:
+    """eco.pgn's Blackburne Shilling gambit ends in mate: the game starts before the mate."""
+    line = [
+        "e2e4",
+        "e7e5",
+        "g1f3",
+        "b8c6",
+        "f1c4",
+        "c6d4",
+        "f3e5",
+        "d8g5",
+        "e5f7",
+        "g5g2",
+        "h1f1",
+        "g2e4",
+        "c4e2",
+        "d4f3",
+    ]
+    board = chess.Board()
+    for uci in line:
+        board.push_uci(uci)
+    assert board.is_checkmate()
+    engine = AlphaBeta("nnue", hash_mb=4)
+    for plies in (0, 2):
+        game = play_game(engine, _config(random_plies=plies), 0, tuple(line))
+        assert game.opening[: len(line) - 1] == tuple(line[:-1])
+        assert game.searched > 0 and game.records
+
+
 def test_adjudication_ends_games_early() -> None:
     engine = AlphaBeta("nnue", hash_mb=4)
     eager = _config(openings=None, resign_cp=0, resign_plies=2, draw_plies=0)

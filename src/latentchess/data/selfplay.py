@@ -232,11 +232,14 @@ def _opening(
     board = chess.Board()
     for uci in line:
         board.push_uci(uci)
+    while board.move_stack and _terminal(board) is not None:
+        board.pop()  # a line that ends the game (eco.pgn has mating traps) is cut back
     base = len(board.move_stack)
     first: tuple[chess.Move, int, int, int] | None = None
     for _ in range(_OPENING_TRIES):
         while len(board.move_stack) > base:
             board.pop()
+        first = None  # the search of this try's position, if it gets one
         for _ in range(config.random_plies):
             if _terminal(board) is not None:
                 break
@@ -248,7 +251,7 @@ def _opening(
         first = _search(engine, board, config.nodes)
         if abs(first[2]) <= config.opening_cp:
             break
-    if first is None:  # every draw ended the game: play the opening line alone
+    if first is None:  # the last draw ended the game: play the opening line alone
         while len(board.move_stack) > base:
             board.pop()
         engine.new_game()
