@@ -1,7 +1,7 @@
 """``data selfplay`` with the real native engine at very low node counts: records that decode to
 legal moves and agree with the game log, the quiet filter, adjudication, determinism, a killed
-run resumed, disjoint shards, and the path to training (self-play file -> feature cache with game
-results -> NNUE steps with lambda)."""
+run resumed, disjoint shards, threads, and the path to training (self-play file -> feature cache
+with game results -> NNUE steps with lambda)."""
 
 from __future__ import annotations
 
@@ -146,6 +146,9 @@ def test_shards_are_disjoint_and_together_make_the_whole_run(tmp_path: Path) -> 
     shards = [_records_by_game(tmp_path, f"selfplay-s{i}of2") for i in (0, 1)]
     assert sorted(shards[0]) == [0, 2] and sorted(shards[1]) == [1, 3]
     assert {**shards[0], **shards[1]} == whole
+    # Two games at once (two threads, two engines) play the same games, in any order.
+    selfplay(_config(games=4), tmp_path / "threads", workers=2, progress=False)
+    assert _records_by_game(tmp_path / "threads", "selfplay-s0of1") == whole
 
 
 def test_lambda_blends_the_game_result_into_the_target() -> None:

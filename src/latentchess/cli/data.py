@@ -138,8 +138,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--seed", type=int, default=0, help="run seed; game g is seeded by (seed, g)")
     p.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N", help="default 0/1")
     p.add_argument(
-        "--workers", type=positive_int, default=1, help="processes, one engine each (default 1)"
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="games at once, one thread and engine each (the search releases the GIL; default 1)",
     )
+    add_cluster_argument(p)
     p.add_argument(
         "--eval", default="nnue", metavar="EVAL", help="nnue (default), hce or an NNUE model dir"
     )
@@ -444,7 +448,9 @@ def _selfplay(args: argparse.Namespace) -> int:
         shard_index=args.shard[0],
         num_shards=args.shard[1],
     )
-    result = selfplay(config, args.out, workers=args.workers, progress=args.progress)
+    result = selfplay(
+        config, args.out, workers=args.workers, cluster=args.cluster, progress=args.progress
+    )
     seconds = max(result.seconds, 1e-9)
     print(
         f"selfplay: {result.records} records of {result.games} games in {result.path} "

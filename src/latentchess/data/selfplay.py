@@ -37,12 +37,11 @@ files concatenate into one data set (or are read together as a directory).
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
-import multiprocessing
 import os
 import struct
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -321,32 +320,18 @@ def play_game(
 
 # -- the run ----------------------------------------------------------------------------------
 
-_WORKER: dict[str, Any] = {}
 
-
-def _watch_parent(parent: int) -> None:
-    """Quit a pool worker whose parent was killed (``kill -9`` leaves no one to end it)."""
-    while os.getppid() == parent:
-        time.sleep(1.0)
-    os._exit(1)
-
-
-def _worker_init(config: SelfPlayConfig, pool_worker: bool = False) -> None:
+def _pool_game(tag: str, config: SelfPlayConfig, game: int) -> GameRecord:
+    """One game as a unit of work: the engine is this worker thread's, kept for the run."""
+    from latentchess.cluster import worker_resource
     from latentchess.core.alphabeta import AlphaBeta
 
-    if pool_worker:
-        threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-
-    _WORKER["engine"] = AlphaBeta(config.evaluator, hash_mb=config.hash_mb)
-    _WORKER["config"] = config
-    _WORKER["openings"] = None if config.openings is None else load_openings(config.openings)
-
-
-def _worker_game(game: int) -> GameRecord:
-    config: SelfPlayConfig = _WORKER["config"]
-    openings = _WORKER["openings"]
+    engine = worker_resource(
+        tag, "engine", lambda: AlphaBeta(config.evaluator, hash_mb=config.hash_mb)
+    )
+    openings = None if config.openings is None else load_openings(config.openings)
     line = () if openings is None else choose_opening(openings, config.seed, game)
-    return play_game(_WORKER["engine"], config, game, line)
+    return play_game(engine, config, game, line)
 
 
 def _resume(config: SelfPlayConfig, out: Path) -> tuple[set[int], int]:
@@ -396,28 +381,53 @@ def _resume(config: SelfPlayConfig, out: Path) -> tuple[set[int], int]:
     return done, records
 
 
-def _games(config: SelfPlayConfig, pending: Sequence[int], workers: int) -> Iterator[GameRecord]:
-    """Play ``pending`` games, yielding each as it finishes (in one process or a pool)."""
-    if workers <= 1:
-        _worker_init(config)
-        for game in pending:
-            yield _worker_game(game)
-        return
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, initializer=_worker_init, initargs=(config, True)) as pool:
-        yield from pool.imap_unordered(_worker_game, pending, chunksize=1)
+def _games(
+    config: SelfPlayConfig, pending: Sequence[int], workers: int, cluster: str | None
+) -> Iterator[GameRecord]:
+    """Play ``pending`` games on the project's work pool (threads here: the native search
+    releases the GIL; or a Dask cluster), yielding each as it finishes."""
+    from latentchess.cluster import new_tag, open_pool
+
+    tag = new_tag("selfplay")
+    todo = iter(pending)
+    with open_pool(cluster, workers) as pool:
+        running: set[concurrent.futures.Future[GameRecord]] = set()
+        try:
+            while True:
+                while len(running) < 2 * max(pool.slots, 1):
+                    game = next(todo, None)
+                    if game is None:
+                        break
+                    running.add(pool.submit(_pool_game, tag, config, game))
+                if not running:
+                    return
+                done, running = concurrent.futures.wait(
+                    running, return_when=concurrent.futures.FIRST_COMPLETED
+                )
+                for future in done:
+                    yield future.result()
+        finally:
+            pool.release(tag)
 
 
 def selfplay(
-    config: SelfPlayConfig, out: str | Path, *, workers: int = 1, progress: bool = True
+    config: SelfPlayConfig,
+    out: str | Path,
+    *,
+    workers: int = 1,
+    cluster: str | None = None,
+    progress: bool = True,
 ) -> SelfPlayResult:
     """Play this shard's games into ``out`` (resuming an earlier invocation).
 
     Args:
         config: the run.
         out: the output directory (created if missing).
-        workers: processes, one engine each.
-        progress: a line on stderr every few seconds: games, positions, rates, ETA.
+        workers: games at once, each on its own thread and engine (the native search releases
+            the GIL, so threads use as many cores).
+        cluster: play the games on a Dask cluster instead (:mod:`latentchess.cluster`'s
+            addresses: ``local:N``, ``tcp://HOST:PORT``); this process alone writes the files.
+        progress: a progress bar on stderr: games, games/s, ETA, records, records/s.
     """
     from tqdm import tqdm
 
@@ -436,7 +446,7 @@ def selfplay(
     )  # fmt: skip
     try:
         with open(log, "a", encoding="utf-8") as log_handle, bar:
-            for game in _games(config, pending, workers):
+            for game in _games(config, pending, workers, cluster):
                 write_records(data, game.records)
                 log_handle.write(game.log_line() + "\n")
                 log_handle.flush()
