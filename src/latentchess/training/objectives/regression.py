@@ -33,7 +33,7 @@ from torch import Tensor, nn
 
 from latentchess.training.axis import AxisSelection, advantage_axis, select_axis_positions
 from latentchess.training.data import step_rng
-from latentchess.training.metrics import autocast, axis_cosine, embed_tokens, pair_accuracy
+from latentchess.training.metrics import autocast, axis_cosine, pair_accuracy
 from latentchess.training.metrics import spearman as spearman_correlation
 from latentchess.training.objectives.supcon import _STREAM_EVAL, SupConObjective
 
@@ -92,17 +92,13 @@ class AxisRegressionObjective(SupConObjective):
         """Metrics against the fixed axis (and the mate axis for comparison); (axis, cosines)."""
         cfg = self.cfg
 
-        def embed(rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-            return embed_tokens(
-                self.model, self._tokens(rows), device=self.device, precision=self.precision
-            )
-
-        z = embed(self.split.holdout[holdout_index])
+        z = self._embed(self.split.holdout[holdout_index])
         labels = self.holdout_labels[holdout_index]
         cos = axis_cosine(z, self.axis)
         train_rows = self.split.train
         mate_axis = advantage_axis(
-            embed(train_rows[axis_selection.white]), embed(train_rows[axis_selection.black])
+            self._embed(train_rows[axis_selection.white]),
+            self._embed(train_rows[axis_selection.black]),
         )
         metrics = {
             "heldout_loss": float(np.mean((cos - (2.0 * labels - 1.0)) ** 2)),

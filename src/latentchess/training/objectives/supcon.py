@@ -193,6 +193,12 @@ class SupConObjective(Objective):
             self.train_labels, max_per_side=cfg.eval_axis_per_side, seed=cfg.seed
         )
 
+    def _embed(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """Embeddings of training-cache rows with the model as it is (evaluation)."""
+        return embed_tokens(
+            self.model, self._tokens(rows), device=self.device, precision=self.precision
+        )
+
     def _heldout_scores(
         self,
         axis_selection: AxisSelection,
@@ -202,17 +208,13 @@ class SupConObjective(Objective):
         """Axis, held-out loss, Spearman and pair accuracy; also (axis, held-out cosines)."""
         cfg = self.cfg
 
-        def embed(rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-            return embed_tokens(
-                self.model, self._tokens(rows), device=self.device, precision=self.precision
-            )
-
         train_rows = self.split.train
         axis = advantage_axis(
-            embed(train_rows[axis_selection.white]), embed(train_rows[axis_selection.black])
+            self._embed(train_rows[axis_selection.white]),
+            self._embed(train_rows[axis_selection.black]),
         )
         needed = np.unique(np.concatenate([holdout_index, *loss_batches]))
-        z = embed(self.split.holdout[needed])  # (n, D)
+        z = self._embed(self.split.holdout[needed])  # (n, D)
         where = np.searchsorted(needed, holdout_index)
         cos = axis_cosine(z[where], axis)
         labels = self.holdout_labels[holdout_index]
