@@ -47,7 +47,7 @@ import chess.engine
 import chess.pgn
 import numpy as np
 
-from latentchess.data.moves import hash_fraction
+from latentchess.data.moves import game_key, hash_fraction
 from latentchess.provenance import git_commit
 
 TRAIN_GAMES = 23_977
@@ -98,16 +98,7 @@ def read_unseen_games(path: Path) -> tuple[list[Game], dict[str, int]]:
             if not moves:
                 continue
             usable += 1
-            key = headers.get("Site", "")
-            if "lichess.org/" not in key:
-                key = "|".join(
-                    [
-                        headers.get("White", ""),
-                        headers.get("Black", ""),
-                        headers.get("Date", ""),
-                        " ".join(m.uci() for m in moves),
-                    ]
-                )
+            key = game_key(headers, moves)
             names = (headers.get("White"), headers.get("Black"))
             if usable > TRAIN_GAMES:
                 reason = "after_training_games"

@@ -21,7 +21,7 @@ import hashlib
 import itertools
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -356,16 +356,7 @@ def read_pgn_moves(
         moves = list(game.mainline_moves())
         if not moves:
             continue
-        key = headers.get("Site", "")
-        if "lichess.org/" not in key:
-            key = "|".join(
-                [
-                    headers.get("White", ""),
-                    headers.get("Black", ""),
-                    headers.get("Date", ""),
-                    " ".join(m.uci() for m in moves),
-                ]
-            )
+        key = game_key(headers, moves)
         names = (headers.get("White"), headers.get("Black"))
         clocks = [node.clock() for node in game.mainline()]
         builder.add_game(
@@ -521,3 +512,19 @@ def batch_features(
     extra[:, :, 5] = (np.minimum(data.rule50[rows], 100) / 100.0)[:, None]
     extra[:, :, 6] = data.repetition[rows][:, None]
     return np.concatenate([features, extra], axis=2)
+
+
+def game_key(headers: Mapping[str, str], moves: Sequence[chess.Move]) -> str:
+    """A game's identity for splits and duplicates: its Lichess URL (``Site``), else the players,
+    the date and the moves."""
+    key = headers.get("Site", "")
+    if "lichess.org/" in key:
+        return key
+    return "|".join(
+        [
+            headers.get("White", ""),
+            headers.get("Black", ""),
+            headers.get("Date", ""),
+            " ".join(m.uci() for m in moves),
+        ]
+    )
