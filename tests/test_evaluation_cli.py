@@ -48,6 +48,34 @@ def test_match_then_elo(tmp_path, capsys) -> None:
     assert {r["name"] for r in fit["ratings"]} == {"stockfish:skill=0", "random:seed=1"}
 
 
+def test_elo_fits_time_odds_from_pgn(tmp_path, capsys) -> None:
+    # An engine that beats the anchor at equal time, less often when the anchor has 2x and 4x.
+    results = {"anchor": "1-0 1-0 1-0 1/2-1/2", "anchor-2x": "1-0 1/2-1/2 0-1 1-0",
+               "anchor-4x": "1/2-1/2 0-1 0-1 1-0"}  # fmt: skip
+    games = []
+    for opponent, line in results.items():
+        for k, result in enumerate(line.split()):
+            white, black = ("engine", opponent) if k % 2 == 0 else (opponent, "engine")
+            if white != "engine":  # the engine's result, seen from White
+                result = {"1-0": "0-1", "0-1": "1-0"}.get(result, result)
+            games.append(f'[White "{white}"]\n[Black "{black}"]\n[Result "{result}"]\n\n{result}\n')
+    pgn = tmp_path / "odds.pgn"
+    pgn.write_text("\n".join(games), encoding="utf-8")
+    fit_json = tmp_path / "fit.json"
+    argv = ["elo", str(pgn), "--anchor", "anchor=2000", "--time-odds", "anchor-2x", "anchor", "2",
+            "--time-odds", "anchor-4x", "anchor", "4", "--json", str(fit_json)]  # fmt: skip
+    assert main(argv) == 0
+    assert "Elo per doubling of time" in capsys.readouterr().out
+    fit = json.loads(fit_json.read_text(encoding="utf-8"))
+    assert fit["time_odds"] == {"anchor-2x": ["anchor", 2.0], "anchor-4x": ["anchor", 4.0]}
+    slope = fit["time_slope"][0]
+    ratings = {r["name"]: r["elo"] for r in fit["ratings"]}
+    assert ratings["anchor-4x"] == pytest.approx(2000 + 2 * slope) and slope > 0
+    assert ratings["engine"] > 2000
+    assert main([*argv[:-2], "--time-odds", "anchor-2x", "anchor", "two"]) == 2
+    assert "FACTOR must be a number" in capsys.readouterr().err
+
+
 def test_epd_and_puzzles(tmp_path, capsys) -> None:
     require_stockfish()
     suite = tmp_path / "suite.epd"

@@ -123,3 +123,78 @@ def test_read_pgn_outcomes(tmp_path) -> None:
     bad.write_text('[White "a"]\n[Black "b"]\n[Result "2-0"]\n\n1. e4 *\n', encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"bad\.pgn: game 1: unknown result '2-0'"):
         read_pgn_outcomes([bad])
+
+
+def simulate_time_odds(seed: int, games: int, slope: float) -> list[GameOutcome]:
+    """A strong engine against one anchor at 1x, 2x, 4x and 8x its time, under the model."""
+    rng = np.random.default_rng(seed)
+    truth = {"engine": 1900.0, "anchor": 1500.0}
+    out = []
+    for label, factor in (("anchor", 1), ("anchor-2x", 2), ("anchor-4x", 4), ("anchor-8x", 8)):
+        opponent_rating = truth["anchor"] + slope * math.log2(factor)
+        for k in range(games):
+            white_is_engine = k % 2 == 0
+            x = (truth["engine"] - opponent_rating) * (1 if white_is_engine else -1) + ADVANTAGE
+            p_white = float(expected_score(x - DRAW_ELO))
+            p_black = float(expected_score(-x - DRAW_ELO))
+            u = rng.random()
+            score = 1.0 if u < p_white else 0.0 if u < p_white + p_black else 0.5
+            white, black = ("engine", label) if white_is_engine else (label, "engine")
+            out.append(GameOutcome(white, black, score))
+    return out
+
+
+def test_time_odds_recover_slope_and_rating() -> None:
+    odds = {f"anchor-{f}x": ("anchor", float(f)) for f in (2, 4, 8)}
+    fit = fit_bayeselo(
+        simulate_time_odds(7, 400, slope=90.0), anchors={"anchor": 1500.0}, time_odds=odds
+    )
+    slope, low, high = fit.time_slope  # type: ignore[misc]
+    assert low <= 90.0 <= high and high - low < 60
+    engine = fit.rating("engine")
+    assert engine.lower <= 1900.0 <= engine.upper
+    for name, (_, factor) in odds.items():  # odds players sit at anchor + slope * doublings
+        assert fit.rating(name).elo == pytest.approx(1500.0 + slope * math.log2(factor))
+        assert not fit.rating(name).anchored and fit.rating(name).upper > fit.rating(name).elo
+    assert "Elo per doubling of time" in fit.table()
+    assert fit.to_dict()["time_slope"] == list(fit.time_slope)  # type: ignore[arg-type]
+
+
+def test_time_odds_tighten_the_rating_of_an_engine_far_above_its_anchor() -> None:
+    # The engine wins almost everything at equal time; the odds games, nearer 50%, carry the
+    # information (the rating-list recipe). With them the interval is narrower.
+    games = simulate_time_odds(8, 60, slope=120.0)
+    equal_time = [g for g in games if "anchor" in (g.white, g.black)]
+    only_equal = fit_bayeselo(equal_time, anchors={"anchor": 1500.0})
+    odds = {f"anchor-{f}x": ("anchor", float(f)) for f in (2, 4, 8)}
+    with_odds = fit_bayeselo(games, anchors={"anchor": 1500.0}, time_odds=odds)
+    width = lambda fit: fit.rating("engine").upper - fit.rating("engine").lower  # noqa: E731
+    assert width(with_odds) < width(only_equal)
+    assert with_odds.rating("engine").lower <= 1900.0 <= with_odds.rating("engine").upper
+
+
+def test_time_odds_errors_name_the_problem() -> None:
+    games = simulate_time_odds(9, 4, slope=100.0)
+    with pytest.raises(LatentChessError, match="played no game"):
+        fit_bayeselo(games, anchors={"anchor": 1500.0}, time_odds={"nobody": ("anchor", 2.0)})
+    with pytest.raises(LatentChessError, match="base player 'ghost'"):
+        fit_bayeselo(games, anchors={"anchor": 1500.0}, time_odds={"anchor-2x": ("ghost", 2.0)})
+    with pytest.raises(LatentChessError, match="itself given odds"):
+        fit_bayeselo(
+            games,
+            anchors={"anchor": 1500.0},
+            time_odds={"anchor-2x": ("anchor", 2.0), "anchor-4x": ("anchor-2x", 2.0)},
+        )
+    with pytest.raises(LatentChessError, match="both anchored"):
+        fit_bayeselo(games, anchors={"anchor-2x": 1500.0}, time_odds={"anchor-2x": ("anchor", 2)})
+    with pytest.raises(LatentChessError, match="must be > 0"):
+        fit_bayeselo(games, anchors={"anchor": 1500.0}, time_odds={"anchor-2x": ("anchor", 0.0)})
+
+
+def test_time_odds_without_anchors_keep_the_mean_constraint() -> None:
+    games = simulate_time_odds(10, 200, slope=100.0)
+    odds = {f"anchor-{f}x": ("anchor", float(f)) for f in (2, 4, 8)}
+    fit = fit_bayeselo(games, offset=0.0, time_odds=odds)
+    own = [fit.rating("engine").elo, fit.rating("anchor").elo]
+    assert sum(own) == pytest.approx(0.0, abs=1e-6)  # the mean runs over players without odds
+    assert fit.rating("engine").elo - fit.rating("anchor").elo == pytest.approx(400, abs=90)

@@ -362,6 +362,16 @@ def _register_elo(subparsers: argparse._SubParsersAction) -> None:  # type: igno
         action="store_true",
         help="anchor every player named stockfish:elo=N at N",
     )
+    p.add_argument(
+        "--time-odds",
+        nargs=3,
+        action="append",
+        default=[],
+        metavar=("NAME", "BASE", "FACTOR"),
+        help="NAME is player BASE with FACTOR times its thinking time: its rating is BASE's plus "
+        "a fitted Elo per doubling of time (repeatable), e.g. --time-odds glaurung-4x-time "
+        "glaurung 4",
+    )
     p.add_argument("--prior", type=float, default=1.0, help="virtual draws per pair (default 1)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level")
     p.add_argument("--offset", type=float, default=0.0, help="mean rating without anchors")
@@ -372,6 +382,7 @@ def _register_elo(subparsers: argparse._SubParsersAction) -> None:  # type: igno
 def _elo(args: argparse.Namespace) -> int:
     import re
 
+    from latentchess.errors import LatentChessError
     from latentchess.evaluation.elo import fit_bayeselo, read_pgn_outcomes
 
     outcomes, skipped = read_pgn_outcomes(args.pgn)
@@ -381,12 +392,21 @@ def _elo(args: argparse.Namespace) -> int:
             match = re.fullmatch(r"stockfish:elo=(\d+)", name)
             if match:
                 anchors.setdefault(name, float(match[1]))
+    time_odds: dict[str, tuple[str, float]] = {}
+    for name, base, factor in args.time_odds:
+        try:
+            time_odds[name] = (base, float(factor))
+        except ValueError:
+            raise LatentChessError(
+                f"--time-odds {name} {base} {factor}: FACTOR must be a number"
+            ) from None
     fit = fit_bayeselo(
         outcomes,
         anchors=anchors,
         prior_draws=args.prior,
         confidence=args.confidence,
         offset=args.offset,
+        time_odds=time_odds,
     )
     print(fit.table())
     if skipped:

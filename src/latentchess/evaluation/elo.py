@@ -23,6 +23,15 @@ interval to 87%, ratings' stayed at 95%). The advantage and draw parameters get 
 without them a set with no real draws has no finite optimum (draw Elo and the rating gaps can grow
 together forever). ``prior_draws=0, parameter_prior_sd=None`` is the plain maximum likelihood.
 
+Time odds: a player who is another player given more (or less) thinking time can be declared as
+such (``time_odds={"glaurung-4x": ("glaurung", 4.0)}``). Its rating is then not free but tied to
+its base player's: ``R(glaurung-4x) = R(glaurung) + slope * log2(4)``, with ``slope`` (Elo per
+doubling of time) one more parameter fitted from the games. This is how a rating list places an
+engine far stronger than its anchors: the anchor gets enough time to score near 50%, and the
+anchor's published rating plus the fitted value of its extra time carry the rating over. The fit
+assumes Elo is linear in log time over the odds played; with a single odds level the slope and the
+rating are still identified when the same pair also played at equal time.
+
 The score-based Elo difference of a single match (:func:`score_elo`) uses the logistic model
 without colour or draw parameters, with a normal-approximation interval on the mean score.
 """
@@ -32,7 +41,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import chess.pgn
@@ -200,6 +209,8 @@ class EloFit:
         prior_draws: virtual draws per pair of opponents.
         anchors: fixed ratings (empty: mean-zero constraint).
         converged: whether the optimiser reached a stationary point.
+        time_odds: players declared as another player with a time factor (name: base, factor).
+        time_slope: fitted Elo per doubling of time, with its interval (None without time odds).
     """
 
     ratings: list[Rating]
@@ -210,6 +221,8 @@ class EloFit:
     prior_draws: float
     anchors: dict[str, float]
     converged: bool = True
+    time_odds: dict[str, tuple[str, float]] = field(default_factory=dict)
+    time_slope: tuple[float, float, float] | None = None
 
     def rating(self, name: str) -> Rating:
         """The rating of ``name``."""
@@ -240,6 +253,13 @@ class EloFit:
             f"draw elo {draw:.1f} [{draw_lo:.1f}, {draw_hi:.1f}], {self.games} games, "
             f"prior {self.prior_draws:g} virtual draws per pair"
         )
+        if self.time_slope is not None:
+            slope, slope_lo, slope_hi = self.time_slope
+            odds = ", ".join(f"{n} = {b} x{f:g}" for n, (b, f) in sorted(self.time_odds.items()))
+            lines.append(
+                f"time odds ({odds}): {slope:.1f} [{slope_lo:.1f}, {slope_hi:.1f}] Elo per "
+                "doubling of time"
+            )
         if not self.converged:
             lines.append("warning: the fit did not converge; ratings are unreliable")
         return "\n".join(lines)
@@ -255,6 +275,8 @@ class EloFit:
             "prior_draws": self.prior_draws,
             "anchors": self.anchors,
             "converged": self.converged,
+            "time_odds": {name: list(odds) for name, odds in self.time_odds.items()},
+            "time_slope": None if self.time_slope is None else list(self.time_slope),
         }
 
 
@@ -298,6 +320,7 @@ def fit_bayeselo(
     advantage: float | None = None,
     draw_elo: float | None = None,
     parameter_prior_sd: float | None = 200.0,
+    time_odds: Mapping[str, tuple[str, float]] | None = None,
 ) -> EloFit:
     """Fit ratings, White advantage and draw Elo to games (see the module docstring).
 
@@ -312,12 +335,18 @@ def fit_bayeselo(
         draw_elo: fix the draw parameter instead of estimating it.
         parameter_prior_sd: width of the weak normal priors on the advantage and draw
             parameters (None: none).
+        time_odds: players that are another player with a time factor, by name:
+            ``(base player, factor)``; their ratings are the base's plus a fitted Elo per
+            doubling of time (see the module docstring).
 
     Raises:
         LatentChessError: with no games, an anchor who did not play, or players in a part of
-            the pairing graph that contains no anchor (their ratings would be undetermined).
+            the pairing graph that contains no anchor (their ratings would be undetermined),
+            or time odds that name an unknown or anchored player, a base that is itself given
+            odds, or a factor that is not positive.
     """
     anchors = dict(anchors or {})
+    time_odds = {name: (base, float(factor)) for name, (base, factor) in (time_odds or {}).items()}
     if not games:
         raise LatentChessError("no finished games to fit ratings to")
     names = sorted({g.white for g in games} | {g.black for g in games})
@@ -325,7 +354,8 @@ def fit_bayeselo(
     missing = sorted(set(anchors) - set(names))
     if missing:
         raise LatentChessError(f"anchor(s) {missing!r} played no game; players: {names!r}")
-    _check_connected(names, games, anchors)
+    _check_time_odds(time_odds, names, anchors)
+    _check_connected(names, games, anchors, time_odds)
 
     table: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for g in games:
@@ -339,27 +369,39 @@ def fit_bayeselo(
     pairs = np.array(list(table), dtype=np.int64)  # (P, 2)
     counts = np.array(list(table.values()), dtype=np.float64)  # (P, 3)
 
-    # ratings = base + T @ z: anchors fixed in base; free players in z (mean-zero if no anchor).
+    # ratings = base + T @ z + slope * doublings: anchors fixed in base; free players in z
+    # (mean-zero if no anchor); a player given time odds copies its base player's row and adds
+    # slope * log2(factor).
     n = len(names)
     base = np.zeros(n)
-    free = [i for i, name in enumerate(names) if name not in anchors]
+    own = [i for i, name in enumerate(names) if name not in time_odds]  # not given odds
+    free = [i for i in own if names[i] not in anchors]
     for name, value in anchors.items():
         base[index[name]] = value
+    transform = np.zeros((n, len(free) if anchors else len(own) - 1))
     if anchors:
-        transform = np.zeros((n, len(free)))
         for column, i in enumerate(free):
             transform[i, column] = 1.0
     else:
         base[:] = offset
-        transform = np.vstack([np.eye(n - 1), -np.ones((1, n - 1))])  # last = -sum(others)
+        transform[own] = np.vstack([np.eye(len(own) - 1), -np.ones((1, len(own) - 1))])
+    doublings = np.zeros(n)
+    for name, (base_name, factor) in time_odds.items():
+        base[index[name]] = base[index[base_name]]
+        transform[index[name]] = transform[index[base_name]]
+        doublings[index[name]] = math.log2(factor)
     n_free = transform.shape[1]
+    fit_slope = bool(time_odds)
     fit_adv = advantage is None
     fit_draw = draw_elo is None
+    at_adv, at_draw = n_free + fit_slope, n_free + fit_slope + fit_adv
 
     def unpack(theta: np.ndarray) -> tuple[np.ndarray, float, float]:
         ratings = base + transform @ theta[:n_free]
-        adv = theta[n_free] if fit_adv else float(advantage)  # type: ignore[arg-type]
-        drw = theta[n_free + fit_adv] if fit_draw else float(draw_elo)  # type: ignore[arg-type]
+        if fit_slope:
+            ratings = ratings + theta[n_free] * doublings
+        adv = theta[at_adv] if fit_adv else float(advantage)  # type: ignore[arg-type]
+        drw = theta[at_draw] if fit_draw else float(draw_elo)  # type: ignore[arg-type]
         return ratings, float(adv), float(drw)
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
@@ -375,6 +417,8 @@ def fit_bayeselo(
         np.add.at(d_ratings, pairs[:, 0], d_diff)
         np.add.at(d_ratings, pairs[:, 1], -d_diff)
         grad = [transform.T @ d_ratings]
+        if fit_slope:
+            grad.append(np.array([d_ratings @ doublings]))
         if fit_adv:
             grad.append(np.array([d_adv]))
         if fit_draw:
@@ -382,7 +426,12 @@ def fit_bayeselo(
         return nll, np.concatenate(grad)
 
     theta0 = np.concatenate(
-        [np.zeros(n_free), [_ADVANTAGE0] if fit_adv else [], [_DRAW_ELO0] if fit_draw else []]
+        [
+            np.zeros(n_free),
+            [0.0] if fit_slope else [],
+            [_ADVANTAGE0] if fit_adv else [],
+            [_DRAW_ELO0] if fit_draw else [],
+        ]
     )
     if anchors:
         theta0[:n_free] = float(np.mean(list(anchors.values())))  # start free players mid-pool
@@ -412,9 +461,10 @@ def fit_bayeselo(
     covariance = _covariance(lambda t: objective(t)[1], theta)
     ratings, adv, drw = unpack(theta)
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
-    rating_sd = np.sqrt(
-        np.clip(np.diag(transform @ covariance[:n_free, :n_free] @ transform.T), 0, None)
-    )
+    # Each rating is linear in (z, slope): its variance is j C j' with j its row of that map.
+    jacobian = np.hstack([transform, doublings[:, None]]) if fit_slope else transform
+    size = jacobian.shape[1]
+    rating_sd = np.sqrt(np.clip(np.diag(jacobian @ covariance[:size, :size] @ jacobian.T), 0, None))
 
     played: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # games, points, draws
     for g in games:
@@ -445,13 +495,15 @@ def fit_bayeselo(
 
     return EloFit(
         ratings=out,
-        advantage=interval(n_free if fit_adv else None, adv),
-        draw_elo=interval(n_free + fit_adv if fit_draw else None, drw),
+        advantage=interval(at_adv if fit_adv else None, adv),
+        draw_elo=interval(at_draw if fit_draw else None, drw),
         confidence=confidence,
         games=len(games),
         prior_draws=prior_draws,
         anchors=anchors,
         converged=bool(result.success) or float(np.max(np.abs(result.jac))) < 1e-4,
+        time_odds=time_odds,
+        time_slope=interval(n_free, float(theta[n_free])) if fit_slope else None,
     )
 
 
@@ -467,8 +519,34 @@ def _covariance(gradient: object, theta: np.ndarray, step: float = 1e-2) -> np.n
     return np.linalg.pinv(hessian)
 
 
+def _check_time_odds(
+    time_odds: Mapping[str, tuple[str, float]], names: list[str], anchors: Mapping[str, float]
+) -> None:
+    for name, (base, factor) in time_odds.items():
+        if name not in names:
+            raise LatentChessError(
+                f"time odds for {name!r}, who played no game; players: {names!r}"
+            )
+        if base not in names:
+            raise LatentChessError(
+                f"time odds: {name!r}'s base player {base!r} played no game; players: {names!r}"
+            )
+        if name in anchors:
+            raise LatentChessError(f"{name!r} is both anchored and given time odds; choose one")
+        if base in time_odds:
+            raise LatentChessError(
+                f"time odds: {name!r}'s base {base!r} is itself given odds; name the player "
+                "that plays at the base time instead"
+            )
+        if not (factor > 0 and math.isfinite(factor)):
+            raise LatentChessError(f"time odds for {name!r}: factor {factor!r} must be > 0")
+
+
 def _check_connected(
-    names: list[str], games: Sequence[GameOutcome], anchors: Mapping[str, float]
+    names: list[str],
+    games: Sequence[GameOutcome],
+    anchors: Mapping[str, float],
+    time_odds: Mapping[str, tuple[str, float]] | None = None,
 ) -> None:
     parent = {name: name for name in names}
 
@@ -480,6 +558,8 @@ def _check_connected(
 
     for g in games:
         parent[root(g.white)] = root(g.black)
+    for name, (base, _) in (time_odds or {}).items():  # a player given odds is tied to its base
+        parent[root(name)] = root(base)
     components: dict[str, list[str]] = defaultdict(list)
     for name in names:
         components[root(name)].append(name)
