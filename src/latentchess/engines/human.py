@@ -20,6 +20,22 @@ move comes from the renormalised distribution without the removed moves); after
 ``benchmarks/results/human_play/`` measured how often people of each band make the moves it
 would remove (see ``docs/engines/chessformer.md``).
 
+Strength (``HumanSearchWeight``, beta): the model's moves re-weighted by a shallow search. With
+beta > 0 the draw is over the model's :data:`SEARCH_CANDIDATES` most probable moves (after
+temperature and top-p), each weighted by ``p * exp(-beta * loss / 100)``, where ``loss`` is how
+many centipawns a ``HumanSearchDepth``-ply search of the candidates (MultiPV, the native core)
+puts the move below the best candidate. beta 0 is the model alone; beta 1 makes a move that drops
+a pawn e times rarer; large beta plays the best of the human candidates. Every move played is one
+the model gives to players of that rating; what changes is how often the bad ones are drawn.
+
+Calibration (``HumanCalibrated``, on by default): ``UCI_Elo`` is then the strength the engine is
+meant to measure on the project's ladder (Stockfish 15.1's ``UCI_Elo`` scale), not the Lichess
+rating the model imitates. A table shipped with the model (``calibration.json``, made by
+``benchmarks/human_calibration_fit.py`` from measured games) maps it to the rating the model is
+conditioned on, beta and the search depth, by linear interpolation between its rows (the end rows
+outside them). Off, or for a model without a table, ``UCI_Elo`` conditions the model directly and
+``HumanSearchWeight``/``HumanSearchDepth`` apply as set.
+
 Nothing heavy at import: torch and the model load when the option is first switched on (in the
 background; :meth:`HumanPlay.ready` waits), so ``ab`` starts as fast as before.
 """
@@ -60,7 +76,10 @@ __all__ = [
     "HUMAN_KEYS",
     "ELO_MIN",
     "ELO_MAX",
+    "SEARCH_CANDIDATES",
     "HumanConfig",
+    "HumanCalibration",
+    "HumanStrength",
     "HumanChoice",
     "HumanPlay",
     "opponent_rating",
@@ -83,6 +102,9 @@ HUMAN_KEYS = frozenset(
         "verify_cp",
         "verify_prob",
         "verify_depth",
+        "search_weight",
+        "search_depth",
+        "calibrated",
         "seed",
     }
 )
@@ -90,6 +112,9 @@ HUMAN_KEYS = frozenset(
 ``chessformer`` names ``UCI_Elo`` ``uci_elo`` and keeps its own ``temperature``/``top_p``."""
 
 _MAX_REJECTIONS = 8
+SEARCH_CANDIDATES = 8
+"""How many of the model's most probable moves the strength search weighs."""
+_MAX_LOSS_CP = 1_000  # a loss beyond 10 pawns counts as 10 pawns in the strength weighting
 _CP_LIMIT = 10_000
 _MATE_CP = 100_000
 
@@ -109,6 +134,12 @@ class HumanConfig:
         verify_cp: ``HumanVerifyCp``: the loss, in centipawns, that refutes a move.
         verify_prob: ``HumanVerifyProb``: moves at least this probable are never removed.
         verify_depth: ``HumanVerifyDepth``: the verifying search's depth in plies.
+        search_weight: ``HumanSearchWeight``: beta, how strongly a shallow search's judgement
+            re-weights the model's moves (0: the model alone; see the module docstring).
+        search_depth: ``HumanSearchDepth``: that search's depth in plies.
+        calibrated: ``HumanCalibrated``: ``elo`` is the strength to play at on the project's
+            ladder, mapped through the model's calibration table to the model's rating, beta and
+            depth; off: ``elo`` conditions the model and the two search settings apply as set.
     """
 
     enabled: bool = False
@@ -120,6 +151,9 @@ class HumanConfig:
     verify_cp: int = 300
     verify_prob: float = 0.05
     verify_depth: int = 6
+    search_weight: float = 0.0
+    search_depth: int = 6
+    calibrated: bool = True
 
     def __post_init__(self) -> None:
         if not ELO_MIN <= self.elo <= ELO_MAX:
@@ -134,6 +168,10 @@ class HumanConfig:
             raise EngineError(f"HumanVerifyProb must lie in [0, 1], got {self.verify_prob!r}")
         if not 1 <= self.verify_depth <= 20:
             raise EngineError(f"HumanVerifyDepth must lie in [1, 20], got {self.verify_depth!r}")
+        if not 0 <= self.search_weight <= 100:
+            raise EngineError(f"HumanSearchWeight must lie in [0, 100], got {self.search_weight!r}")
+        if not 1 <= self.search_depth <= 20:
+            raise EngineError(f"HumanSearchDepth must lie in [1, 20], got {self.search_depth!r}")
 
     @property
     def opponent_elo(self) -> int:
@@ -141,6 +179,81 @@ class HumanConfig:
         ``elo``."""
         rating = opponent_rating(self.opponent)
         return self.elo if rating is None else min(max(rating, ELO_MIN), ELO_MAX)
+
+
+@dataclass(frozen=True)
+class HumanStrength:
+    """What a ``UCI_Elo`` becomes: the rating the model is conditioned on, beta and depth."""
+
+    model_elo: int
+    search_weight: float
+    search_depth: int
+
+
+@dataclass(frozen=True)
+class HumanCalibration:
+    """A model's calibration table (``calibration.json`` in its directory).
+
+    Attributes:
+        rows: ``(uci_elo, strength)`` pairs, ``uci_elo`` ascending.
+        about: what the table was fitted to (scale, games, command).
+    """
+
+    rows: tuple[tuple[int, HumanStrength], ...]
+    about: str = ""
+
+    @classmethod
+    def load(cls, path: Path) -> HumanCalibration:
+        """Read a table.
+
+        Raises:
+            EngineError: the file is not a valid table (naming the file and the problem).
+        """
+        import json
+
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            rows = tuple(
+                sorted(
+                    (
+                        int(row["uci_elo"]),
+                        HumanStrength(
+                            int(row["model_elo"]),
+                            float(row["search_weight"]),
+                            int(row["search_depth"]),
+                        ),
+                    )
+                    for row in data["rows"]
+                )
+            )
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise EngineError(f"{path}: not a calibration table ({error!r})") from error
+        if not rows:
+            raise EngineError(f"{path}: a calibration table needs at least one row")
+        for _, strength in rows:
+            HumanConfig(
+                elo=min(max(strength.model_elo, ELO_MIN), ELO_MAX),
+                search_weight=strength.search_weight,
+                search_depth=strength.search_depth,
+            )  # validates the values
+        return cls(rows, str(data.get("about", "")))
+
+    def strength(self, uci_elo: int) -> HumanStrength:
+        """The settings for ``uci_elo``: linear between rows; beyond the ends, the end row with
+        the model's rating moved by the distance (clamped to the model's range)."""
+        elos = [elo for elo, _ in self.rows]
+        if uci_elo <= elos[0] or uci_elo >= elos[-1]:
+            elo, end = self.rows[0] if uci_elo <= elos[0] else self.rows[-1]
+            model_elo = min(max(end.model_elo + uci_elo - elo, ELO_MIN), ELO_MAX)
+            return HumanStrength(model_elo, end.search_weight, end.search_depth)
+        upper = next(i for i, elo in enumerate(elos) if elo >= uci_elo)
+        (e0, s0), (e1, s1) = self.rows[upper - 1], self.rows[upper]
+        t = (uci_elo - e0) / (e1 - e0)
+        return HumanStrength(
+            round(s0.model_elo + t * (s1.model_elo - s0.model_elo)),
+            s0.search_weight + t * (s1.search_weight - s0.search_weight),
+            round(s0.search_depth + t * (s1.search_depth - s0.search_depth)),
+        )
 
 
 def opponent_rating(text: str) -> int | None:
@@ -180,7 +293,9 @@ class HumanChoice:
         probability: its probability under the model at this rating (temperature 1).
         prediction: the model's output for the position (moves, probabilities, WDL).
         removed: moves verification took out, with the centipawns each lost.
-        nodes: nodes the verifying searches used.
+        nodes: nodes the verifying and strength searches used.
+        losses: the strength search's loss in centipawns of each candidate (empty when beta
+            is 0).
     """
 
     move: chess.Move
@@ -188,6 +303,7 @@ class HumanChoice:
     prediction: Prediction
     removed: tuple[tuple[chess.Move, int], ...] = ()
     nodes: int = 0
+    losses: tuple[tuple[chess.Move, int], ...] = ()
 
 
 class HumanPlay:
@@ -215,10 +331,11 @@ class HumanPlay:
         self.config = config or HumanConfig()
         self._model: ChessformerModel | None = None
         self._model_path: str | Path | None = None
-        if model is None or isinstance(model, str | Path):
-            self._model_path = model
+        self._in_memory = not (model is None or isinstance(model, str | Path))
+        if self._in_memory:
+            self._model = model  # type: ignore[assignment]
         else:
-            self._model = model
+            self._model_path = model  # type: ignore[assignment]
         self._verifier = verifier
         self._threads = threads
         self._seed = seed
@@ -226,6 +343,7 @@ class HumanPlay:
         self._loader: threading.Thread | None = None
         self._load_error: BaseException | None = None
         self._lock = threading.Lock()
+        self._calibration: HumanCalibration | bool | None = False  # False: not looked for yet
 
     # -- settings ------------------------------------------------------------------------------
 
@@ -236,7 +354,29 @@ class HumanPlay:
 
     def ratings(self) -> tuple[int, int]:
         """(own rating, opponent's rating) the model is conditioned on."""
-        return self.config.elo, self.config.opponent_elo
+        return self.strength().model_elo, self.config.opponent_elo
+
+    @property
+    def calibration(self) -> HumanCalibration | None:
+        """The model's calibration table (None: it has none, or the model is in memory)."""
+        if self._calibration is False:
+            self._calibration = None
+            if not self._in_memory:
+                from latentchess.models.chessformer_io import resolve_chessformer_path
+
+                path = resolve_chessformer_path(self._model_path) / "calibration.json"
+                if path.is_file():
+                    self._calibration = HumanCalibration.load(path)
+        return self._calibration  # type: ignore[return-value]
+
+    def strength(self) -> HumanStrength:
+        """The model's rating, beta and depth in force (through the calibration table when
+        ``calibrated`` is on and the model has one)."""
+        c = self.config
+        table = self.calibration if c.calibrated else None
+        if table is None:
+            return HumanStrength(c.elo, c.search_weight, c.search_depth)
+        return table.strength(c.elo)
 
     def replace(self, **changes: Any) -> None:
         """Change settings (validated; nothing changes on an error). Switching ``enabled`` on
@@ -277,8 +417,9 @@ class HumanPlay:
 
     def options(self, *, elo_key: str = "elo", sampling: bool = True) -> list[EngineOption]:
         """The UCI options: ``UCI_LimitStrength``, ``UCI_Elo``, ``UCI_Opponent``, (with
-        ``sampling``) ``Temperature`` and ``TopP``, ``HumanVerify``, ``HumanVerifyCp``,
-        ``HumanVerifyProb``, ``HumanVerifyDepth``.
+        ``sampling``) ``Temperature`` and ``TopP``, ``HumanCalibrated``, ``HumanSearchWeight``,
+        ``HumanSearchDepth``, ``HumanVerify``, ``HumanVerifyCp``, ``HumanVerifyProb``,
+        ``HumanVerifyDepth``.
 
         Args:
             elo_key: the spec key of ``UCI_Elo`` (``elo`` for ``ab``; ``chessformer`` uses
@@ -309,8 +450,29 @@ class HumanPlay:
                 string("TopP", f"{c.top_p:g}", lambda v: self.replace(top_p=top_p(v)), "top_p"),
             ]
         verify_prob = _number("HumanVerifyProb", 0, 1)
+        search_weight = _number("HumanSearchWeight", 0, 100)
         return [
             *declared,
+            check(
+                "HumanCalibrated",
+                c.calibrated,
+                lambda v: self.replace(calibrated=bool(v)),
+                "calibrated",
+            ),
+            string(
+                "HumanSearchWeight",
+                f"{c.search_weight:g}",
+                lambda v: self.replace(search_weight=search_weight(v)),
+                "search_weight",
+            ),
+            spin(
+                "HumanSearchDepth",
+                c.search_depth,
+                1,
+                20,
+                lambda v: self.replace(search_depth=v),
+                "search_depth",
+            ),
             check("HumanVerify", c.verify, lambda v: self.replace(verify=bool(v)), "verify"),
             spin(
                 "HumanVerifyCp",
@@ -471,8 +633,12 @@ class HumanPlay:
                 if p.sum() == 0:  # the allowed moves all lay outside the nucleus
                     p = np.where(chosen, raw.astype(np.float64), 0.0)
                 p /= p.sum()
-        removed: list[tuple[chess.Move, int]] = []
+        losses: tuple[tuple[chess.Move, int], ...] = ()
         nodes = 0
+        strength = self.strength()
+        if strength.search_weight > 0 and not (stop is not None and stop.is_set()):
+            p, losses, nodes = self._weigh_by_search(board, moves, p, strength)
+        removed: list[tuple[chess.Move, int]] = []
         best: tuple[chess.Move | None, int] | None = None
         while True:
             if len(removed) >= _MAX_REJECTIONS or p.sum() <= 0:
@@ -502,18 +668,57 @@ class HumanPlay:
             if p.sum() > 0:
                 p /= p.sum()
         move = moves[index]
-        return HumanChoice(move, float(raw[index]), prediction, tuple(removed), nodes)
+        return HumanChoice(move, float(raw[index]), prediction, tuple(removed), nodes, losses)
+
+    def _weigh_by_search(
+        self,
+        board: chess.Board,
+        moves: Sequence[chess.Move],
+        p: np.ndarray,
+        strength: HumanStrength,
+    ) -> tuple[np.ndarray, tuple[tuple[chess.Move, int], ...], int]:
+        """``p`` over the :data:`SEARCH_CANDIDATES` most probable moves, each times
+        ``exp(-beta * loss / 100)`` (the module docstring), renormalised; with the losses and
+        the nodes searched."""
+        import numpy as np
+
+        order = [int(i) for i in np.argsort(-p, kind="stable") if p[i] > 0][:SEARCH_CANDIDATES]
+        if len(order) < 2:
+            return p, (), 0
+        candidates = [moves[i] for i in order]
+        outcome = self._verifier_engine().search(
+            board,
+            chess.engine.Limit(depth=strength.search_depth),
+            multipv=len(candidates),
+            search_moves=candidates,
+        )
+        scores = {
+            line.pv[0]: int(line.score().score(mate_score=_MATE_CP) or 0)
+            for line in outcome.info.lines
+            if line.pv
+        }
+        best = max(scores.values(), default=0)
+        weighted = np.zeros_like(p)
+        losses = []
+        for i, move in zip(order, candidates, strict=True):
+            loss = min(best - scores[move], _MAX_LOSS_CP) if move in scores else _MAX_LOSS_CP
+            losses.append((move, loss))
+            weighted[i] = p[i] * np.exp(-strength.search_weight * loss / 100.0)
+        return weighted / weighted.sum(), tuple(losses), outcome.nodes
+
+    def _verifier_engine(self) -> AlphaBetaEngine:
+        if self._verifier is None:
+            from latentchess.engines.ab import AlphaBetaEngine
+
+            self._verifier = AlphaBetaEngine(name="human-verify")
+        return self._verifier
 
     def _search(
         self, board: chess.Board, move: chess.Move | None
     ) -> tuple[tuple[chess.Move | None, int], int]:
         """((best move, its centipawns for the side to move), nodes) of a shallow search, over
         every move (``move`` None) or ``move`` alone."""
-        if self._verifier is None:
-            from latentchess.engines.ab import AlphaBetaEngine
-
-            self._verifier = AlphaBetaEngine(name="human-verify")
-        outcome = self._verifier.search(
+        outcome = self._verifier_engine().search(
             board,
             chess.engine.Limit(depth=self.config.verify_depth),
             multipv=1,
@@ -588,10 +793,15 @@ class HumanPlay:
         """The settings in force, for a UCI ``info string`` after each move."""
         c = self.config
         mine, theirs = self.ratings()
+        strength = self.strength()
         temperature = c.temperature if temperature is None else temperature
         top_p = c.top_p if top_p is None else top_p
         text = f"human play: elo {mine} opponent {theirs} temperature {temperature:g} "
         text += f"topp {top_p:g}"
+        if c.calibrated and self.calibration is not None:
+            text += f" (calibrated for UCI_Elo {c.elo})"
+        if strength.search_weight > 0:
+            text += f" search weight {strength.search_weight:.2f} depth {strength.search_depth}"
         if c.verify:
             text += (
                 f" verify depth {c.verify_depth} drops moves losing > {c.verify_cp} cp "
