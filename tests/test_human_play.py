@@ -296,3 +296,119 @@ def test_the_web_board_offers_a_human_like_opponent_at_a_rating() -> None:
     engine = build_engine(config, model=None)  # type: ignore[arg-type]  # ab needs no model
     assert isinstance(engine, AlphaBetaEngine) and engine.human.ratings() == (1400, 1400)
     assert engine.play(chess.Board(), DEPTH) in chess.Board().legal_moves
+
+
+# -- strength: the search weighting and the calibration table ----------------------------------
+
+MATE_IN_ONE = "r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4"  # Qxf7#
+
+
+def test_search_weight_draws_from_the_models_top_moves_weighted_by_the_search() -> None:
+    board = chess.Board(MATE_IN_ONE)
+    plain = HumanPlay(seed=5, config=HumanConfig(enabled=True, elo=800, calibrated=False))
+    strong = HumanPlay(
+        seed=5,
+        config=HumanConfig(
+            enabled=True, elo=800, calibrated=False, search_weight=5.0, search_depth=3
+        ),
+    )
+    top = plain.predict(board).moves[:8]
+    choice = strong.choose(board)
+    assert choice.move == chess.Move.from_uci("h5f7") and choice.nodes > 0
+    losses = dict(choice.losses)
+    assert set(losses) == set(top) and losses[choice.move] == 0  # the mate: no loss
+    assert all(loss > 0 for move, loss in losses.items() if move != choice.move)
+    # beta 0 is the model alone: no search, the same draws from the same seed
+    again = HumanPlay(seed=5, config=HumanConfig(enabled=True, elo=800, calibrated=False))
+    assert [plain.choose(board).move for _ in range(5)] == [
+        again.choose(board).move for _ in range(5)
+    ]
+    assert plain.choose(board).losses == () and plain.choose(board).nodes == 0
+
+
+def test_search_weight_makes_costly_moves_rarer() -> None:
+    # At temperature 3 the model spreads its moves; beta 2 must cut the mean loss.
+    board = _board("e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5")
+
+    def mean_loss(beta: float) -> float:
+        play = HumanPlay(
+            seed=9,
+            config=HumanConfig(
+                enabled=True, elo=1000, calibrated=False, temperature=3.0,
+                search_weight=beta, search_depth=4,
+            ),
+        )  # fmt: skip
+        referee = HumanPlay(
+            seed=0,
+            config=HumanConfig(
+                enabled=True, elo=1000, calibrated=False, search_weight=1e-9, search_depth=4
+            ),
+        )
+        losses = dict(referee.choose(board).losses)
+        moves = [play.choose(board).move for _ in range(60)]
+        return float(np.mean([losses.get(m, 1000) for m in moves]))
+
+    assert mean_loss(2.0) < 0.5 * mean_loss(0.0)
+
+
+def _model_with_table(tmp_path, rows) -> str:
+    import json
+    from pathlib import Path
+
+    from latentchess.models.chessformer_io import resolve_chessformer_path
+
+    shipped = resolve_chessformer_path("human")
+    model = tmp_path / "human"
+    model.mkdir()
+    for item in Path(shipped).iterdir():
+        if item.name != "calibration.json":
+            (model / item.name).symlink_to(item)
+    (model / "calibration.json").write_text(
+        json.dumps({"about": "test", "rows": rows}), encoding="utf-8"
+    )
+    return str(model)
+
+
+def test_calibration_table_maps_uci_elo_to_model_rating_beta_and_depth(tmp_path) -> None:
+    rows = [
+        {"uci_elo": 1100, "model_elo": 1300, "search_weight": 0.0, "search_depth": 4},
+        {"uci_elo": 2100, "model_elo": 1900, "search_weight": 4.0, "search_depth": 8},
+    ]
+    play = HumanPlay(_model_with_table(tmp_path, rows), config=HumanConfig(elo=1600))
+    assert play.calibration is not None
+    s = play.strength()
+    assert (s.model_elo, s.search_weight, s.search_depth) == (1600, 2.0, 6)  # halfway
+    play.replace(elo=900)  # below the table: the end row, the model's rating moved with it
+    assert play.strength().model_elo == 1100 and play.strength().search_weight == 0.0
+    play.replace(elo=2400)
+    assert play.strength().model_elo == 2200 and play.strength().search_depth == 8
+    assert play.ratings()[0] == 2200
+    play.replace(calibrated=False)  # raw: UCI_Elo conditions the model, beta as set
+    assert play.strength().model_elo == 2400 and play.strength().search_weight == 0.0
+    play.replace(calibrated=True, elo=1600, enabled=True)
+    assert "calibrated for UCI_Elo 1600" in play.info_string()
+    assert "search weight 2.00 depth 6" in play.info_string()
+
+
+def test_a_bad_calibration_table_names_the_file(tmp_path) -> None:
+    from pathlib import Path
+
+    from latentchess.engines.human import HumanCalibration
+
+    bad = tmp_path / "calibration.json"
+    bad.write_text('{"rows": [{"uci_elo": 1500}]}', encoding="utf-8")
+    with pytest.raises(EngineError, match=r"calibration\.json: not a calibration table"):
+        HumanCalibration.load(Path(bad))
+    bad.write_text('{"rows": [{"uci_elo": 1, "model_elo": 1500, "search_weight": -1, '
+                   '"search_depth": 4}]}', encoding="utf-8")  # fmt: skip
+    with pytest.raises(EngineError, match="HumanSearchWeight"):
+        HumanCalibration.load(Path(bad))
+
+
+def test_strength_options_over_uci_spec_keys() -> None:
+    engine = create_engine("ab:limit_strength=true,elo=1500,search_weight=2.5,search_depth=5")
+    assert engine.human.config.search_weight == 2.5 and engine.human.config.search_depth == 5
+    names = {option.name for option in engine.options()}
+    assert {"HumanCalibrated", "HumanSearchWeight", "HumanSearchDepth"} <= names
+    with pytest.raises(EngineError, match="HumanSearchWeight"):
+        create_engine("ab:limit_strength=true,search_weight=-1")
