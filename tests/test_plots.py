@@ -149,3 +149,19 @@ def test_depth_elo_reads_ladder_json_files(tmp_path: Path) -> None:
     out = tmp_path / "depth.png"
     assert main(["plot", "depth-elo", *map(str, paths), "--out", str(out)]) == 0
     assert _png_size(out) == (910, 650)
+
+
+def test_calibration_plot(tmp_path: Path) -> None:
+    from latentchess.plots.human import plot_calibration
+
+    out = plot_calibration(
+        {
+            "calibrated": [(1100.0, 1150.0, 1000.0, 1300.0), (1600.0, 1580.0, 1450.0, 1700.0)],
+            "before": [(1200.0, 927.0, 797.0, 1057.0)],
+        },
+        tmp_path / "calibration.png",
+    )
+    width, height = _png_size(out)
+    assert width > 400 and height > 400
+    with pytest.raises(ValueError, match="no points"):
+        plot_calibration({}, tmp_path / "empty.png")

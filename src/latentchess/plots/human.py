@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["plot_human_bands"]
+__all__ = ["plot_human_bands", "plot_calibration"]
 
 
 def plot_human_bands(
@@ -78,6 +78,49 @@ def plot_human_bands(
     ax.set_title("Human move matching by rating band (95% intervals over games)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
+    return _save(fig, out)
+
+
+def plot_calibration(
+    series: dict[str, Sequence[tuple[float, float, float, float]]],
+    out: str | Path,
+    *,
+    tolerance: float = 150.0,
+) -> Path:
+    """Measured Elo against the chosen ``UCI_Elo``: one series per label of (target, Elo, lower,
+    upper) points, the diagonal (the target) and a +-``tolerance`` band; PNG/SVG by suffix."""
+    from latentchess.plots.space import _figure, _save
+
+    if not series or not any(series.values()):
+        raise ValueError("no points to plot")
+    fig = _figure(1, (7.0, 6.4))
+    ax = fig.axes[0]
+    targets = [p[0] for points in series.values() for p in points]
+    low, high = min(targets) - 150, max(targets) + 150
+    ax.plot([low, high], [low, high], color="black", linewidth=1, label="target (diagonal)")
+    ax.fill_between(
+        [low, high],
+        [low - tolerance, high - tolerance],
+        [low + tolerance, high + tolerance],
+        color="grey",
+        alpha=0.2,
+        label=f"target +-{tolerance:g}",
+    )
+    for k, (label, points) in enumerate(series.items()):
+        shift = (k - (len(series) - 1) / 2) * 12.0
+        ax.errorbar(
+            [p[0] + shift for p in points],
+            [p[1] for p in points],
+            yerr=[[p[1] - p[2] for p in points], [p[3] - p[1] for p in points]],
+            marker="o",
+            capsize=4,
+            label=label,
+        )
+    ax.set_xlabel("UCI_Elo asked for")
+    ax.set_ylabel("measured Elo (Stockfish 15.1 UCI_Elo scale, 95% interval)")
+    ax.set_title("Human-like play: measured strength against the chosen UCI_Elo")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
     return _save(fig, out)
 
 
