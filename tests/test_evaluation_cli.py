@@ -34,6 +34,7 @@ def test_match_then_elo(tmp_path, capsys) -> None:
     summary = json.loads(out.read_text(encoding="utf-8"))
     assert sum(summary["score"].values()) == 2 and len(summary["games"]) == 2
     assert summary["limit2"] == "time=0.01"
+    assert summary["command"].startswith("latentchess match stockfish:skill=0 random:seed=1")
     assert count_games(pgn) == 2
     assert main([*argv[:4], "3", *argv[5:]]) == 0  # resume: one more game only
     assert count_games(pgn) == 3

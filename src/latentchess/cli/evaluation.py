@@ -95,6 +95,14 @@ def _anchor(text: str) -> tuple[str, float]:
     return name, rating
 
 
+def _command_line(args: argparse.Namespace) -> str:
+    """The command as a user would retype it: ``latentchess`` and the arguments, shell-quoted
+    (not the absolute path of whatever script started the process)."""
+    import shlex
+
+    return shlex.join(["latentchess", *getattr(args, "argv", sys.argv[1:])])
+
+
 def _write_json(path: Path | None, payload: object) -> None:
     if path is None:
         return
@@ -336,7 +344,7 @@ def _match(args: argparse.Namespace) -> int:
             "games": [{k: v for k, v in g.__dict__.items() if k != "pgn"} for g in result.games],
             "pgn": args.pgn,
             "models": models,
-            "command": " ".join(sys.argv),
+            "command": _command_line(args),
         },
     )
     return 0
@@ -411,7 +419,7 @@ def _elo(args: argparse.Namespace) -> int:
     print(fit.table())
     if skipped:
         print(f"({skipped} unfinished game(s) skipped)")
-    _write_json(args.json, fit.to_dict() | {"command": " ".join(sys.argv)})
+    _write_json(args.json, fit.to_dict() | {"command": _command_line(args)})
     return 0
 
 
@@ -534,7 +542,7 @@ def _ladder(args: argparse.Namespace) -> int:
             "fit": result.fit.to_dict(),
             "pgn": args.pgn,
             "models": models,
-            "command": " ".join(sys.argv),
+            "command": _command_line(args),
         },
     )
     return 0
@@ -624,7 +632,7 @@ def _puzzles_solve(args: argparse.Namespace) -> int:
             "csv": args.csv,
             "skipped_rows": len(problems),
             "models": models,
-            "command": " ".join(sys.argv),
+            "command": _command_line(args),
         },
     )
     return 0
@@ -713,7 +721,7 @@ def _epd(args: argparse.Namespace) -> int:
             "files": [str(f) for f in args.files],
             "skipped_lines": skipped,
             "models": models,
-            "command": " ".join(sys.argv),
+            "command": _command_line(args),
         },
     )
     return 0
