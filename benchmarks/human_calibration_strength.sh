@@ -32,7 +32,8 @@ match() {  # ENGINE STOCKFISH_ELO FILE
 case $STAGE in
 grid)
   # R:beta:depth:rungs
-  for setting in 1600:1:6:1350,1700,2100 1600:3:6:1350,1700,2100 1600:10:6:1350,1700,2100 \
+  for setting in 1600:0.3:6:1350,1700,2100 1600:1:6:1350,1700,2100 1600:3:6:1350,1700,2100 \
+    1600:10:6:1350,1700,2100 \
     2000:10:8:1700,2100,2500; do
     IFS=: read -r R B D RUNGS <<<"$setting"
     spec="ab:limit_strength=true,elo=$R,calibrated=false,search_weight=$B,search_depth=$D"
