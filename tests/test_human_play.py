@@ -41,7 +41,7 @@ BXF7, KXD1, NXD1 = (chess.Move.from_uci(u) for u in ("c4f7", "e1d1", "c3d1"))
 
 @pytest.fixture(scope="module")
 def human() -> HumanPlay:
-    play = HumanPlay(seed=0)
+    play = HumanPlay(seed=0, config=HumanConfig(calibrated=False))  # the model alone
     play.ready()
     return play
 
@@ -77,7 +77,7 @@ def test_sampling_follows_the_tempered_nucleus(human: HumanPlay) -> None:
 
 def test_moves_are_legal_and_drawn_from_the_model_reproducibly() -> None:
     def game(seed: int) -> list[str]:
-        play = HumanPlay(seed=seed, config=HumanConfig(enabled=True, elo=1500))
+        play = HumanPlay(seed=seed, config=HumanConfig(enabled=True, calibrated=False, elo=1500))
         board, moves = chess.Board(), []
         for _ in range(24):
             if board.is_game_over():
@@ -97,7 +97,7 @@ def test_moves_are_legal_and_drawn_from_the_model_reproducibly() -> None:
 
 
 def test_sampled_frequencies_match_the_model() -> None:
-    play = HumanPlay(seed=3, config=HumanConfig(enabled=True, elo=1500))
+    play = HumanPlay(seed=3, config=HumanConfig(enabled=True, calibrated=False, elo=1500))
     board = _board("e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "b5c6")
     prediction = play.predict(board)
     draws = [play.choose(board).move for _ in range(200)]
@@ -118,7 +118,7 @@ def test_the_rating_changes_the_distribution(human: HumanPlay) -> None:
     # ... and sampling follows (a seeded stream: the same counts every run).
     counts = {}
     for elo in (800, 1800):
-        play = HumanPlay(seed=11, config=HumanConfig(enabled=True, elo=elo))
+        play = HumanPlay(seed=11, config=HumanConfig(enabled=True, calibrated=False, elo=elo))
         counts[elo] = sum(play.choose(board).move == BXF7 for _ in range(150))
     assert counts[1800] > counts[800] + 10
 
@@ -160,7 +160,9 @@ def _losses(board: chess.Board, moves: list[chess.Move]) -> list[int]:
 
 def test_verification_removes_only_refuted_improbable_moves() -> None:
     board = chess.Board(QUEEN)
-    hot = HumanConfig(enabled=True, elo=1000, temperature=4.0)  # near uniform: many blunders
+    hot = HumanConfig(
+        enabled=True, calibrated=False, elo=1000, temperature=4.0
+    )  # near uniform: many blunders
     off = HumanPlay(seed=5, config=hot)
     drawn_off = [off.choose(board).move for _ in range(40)]
     assert max(_losses(board, drawn_off)) > 300  # blunders are drawn without verification

@@ -358,15 +358,18 @@ class HumanPlay:
 
     @property
     def calibration(self) -> HumanCalibration | None:
-        """The model's calibration table (None: it has none, or the model is in memory)."""
+        """The model's calibration table (None: its directory has none, or it was built in
+        memory)."""
         if self._calibration is False:
             self._calibration = None
-            if not self._in_memory:
+            if self._in_memory:
+                directory = getattr(self._model, "directory", None)
+            else:
                 from latentchess.models.chessformer_io import resolve_chessformer_path
 
-                path = resolve_chessformer_path(self._model_path) / "calibration.json"
-                if path.is_file():
-                    self._calibration = HumanCalibration.load(path)
+                directory = resolve_chessformer_path(self._model_path)
+            if directory is not None and (Path(directory) / "calibration.json").is_file():
+                self._calibration = HumanCalibration.load(Path(directory) / "calibration.json")
         return self._calibration  # type: ignore[return-value]
 
     def strength(self) -> HumanStrength:

@@ -202,6 +202,8 @@ class ChessformerModel:
         self.network = network.to(self.device).eval()
         self.config = config or {}
         self.cfg = network.cfg
+        self.directory: Path | None = None
+        """The directory the model was loaded from (None: built in memory)."""
 
     @property
     def default_elo(self) -> float | None:
@@ -212,8 +214,11 @@ class ChessformerModel:
 
     @classmethod
     def load(cls, path: str | Path | None = None, device: str = "cpu") -> ChessformerModel:
-        network, config = load_chessformer(resolve_chessformer_path(path))
-        return cls(network, config, device)
+        directory = resolve_chessformer_path(path)
+        network, config = load_chessformer(directory)
+        model = cls(network, config, device)
+        model.directory = directory
+        return model
 
     def features(self, boards: Sequence[chess.Board]) -> npt.NDArray[np.float32]:
         """(B, 64, features) inputs."""
