@@ -5,13 +5,15 @@
 #
 #   bash benchmarks/human_calibration_strength.sh grid      # 1. the strength knob, uncalibrated
 #   .venv/bin/python benchmarks/human_calibration_fit.py    # 2. fit the table -> calibration.json
-#   bash benchmarks/human_calibration_strength.sh validate  # 3. the calibrated engine at R
-#   .venv/bin/python benchmarks/human_calibration_fit.py --report
+#   ROUND=K bash benchmarks/human_calibration_strength.sh validate  # 3. the shipped table at R
+#   .venv/bin/python benchmarks/human_calibration_fit.py --report   # 4. every round's result
+# (then 2. again with round K's games in the fit, and round K+1 tests that table out of sample)
 #
 # grid: the model at rating R with beta = HumanSearchWeight (depth D) for a few (R, beta, D),
 #       each against three rungs around its expected strength.
-# validate: ab:limit_strength=true,elo=R (the shipped table) for R = 1100..2100, each against
-#       the two rungs nearest R (1350 is Stockfish's lowest).
+# validate: ab:limit_strength=true,elo=R (the shipped table, copied to validate-$ROUND/table.json
+#       when the round starts) for R = 1100..2100, each against the two rungs nearest R (1350 is
+#       Stockfish's lowest).
 # Knobs: GAMES per pairing (default 10), WORKERS (default 2), OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,8 @@ WORKERS=${WORKERS:-2}
 OUT=${OUT:-benchmarks/results/human_play/strength}
 PY=(.venv/bin/python -m latentchess)
 START=benchmarks/results/human_play/startpos.epd
+ROUND=${ROUND:-1}
+[ "$STAGE" = validate ] && STAGE=validate-$ROUND
 mkdir -p "$OUT/$STAGE"
 
 match() {  # ENGINE STOCKFISH_ELO FILE
@@ -42,7 +46,13 @@ grid)
     done
   done
   ;;
-validate)
+validate-*)
+  table=src/latentchess/weights/chessformer-human/calibration.json
+  [ -f "$OUT/$STAGE/table.json" ] || cp "$table" "$OUT/$STAGE/table.json"
+  cmp -s "$table" "$OUT/$STAGE/table.json" || {
+    echo "round $ROUND was played with another table ($OUT/$STAGE/table.json)" >&2
+    exit 2
+  }
   for pair in 1100:1350,1600 1400:1350,1600 1700:1500,1900 2000:1800,2200 2100:1900,2300; do
     R=${pair%%:*}
     for sf in $(echo "${pair##*:}" | tr , ' '); do
