@@ -328,6 +328,30 @@ def test_search_weight_draws_from_the_models_top_moves_weighted_by_the_search() 
     assert plain.choose(board).losses == () and plain.choose(board).nodes == 0
 
 
+def test_the_distribution_is_what_choose_draws_from() -> None:
+    board = chess.Board(MATE_IN_ONE)
+    config = HumanConfig(enabled=True, elo=800, calibrated=False, search_weight=1.0, search_depth=3)
+    play = HumanPlay(seed=3, config=config)
+    drawn = play.distribution(board)
+    q, moves = drawn.probabilities, drawn.prediction.moves
+    # beta > 0: only the model's 8 most probable moves keep mass, each shrunk by its loss
+    assert np.isclose(q.sum(), 1.0) and (q > 0).sum() == 8
+    assert set(np.flatnonzero(q > 0)) == set(range(8))
+    losses = dict(drawn.losses)
+    raw = drawn.prediction.probabilities[:8].astype(np.float64)
+    expected = raw * np.exp(-np.array([losses[m] for m in moves[:8]]) / 100.0)
+    assert np.allclose(q[:8], expected / expected.sum())
+    # choose draws from it: a fresh engine with the same seed makes the draw a generator of
+    # that seed makes from q
+    rng = np.random.default_rng(3)
+    fresh = HumanPlay(seed=3, config=config)
+    assert fresh.choose(board).move == moves[int(rng.choice(len(q), p=q))]
+    # searchmoves restricts it
+    only = [moves[5], moves[6]]
+    restricted = play.distribution(board, search_moves=only).probabilities
+    assert set(np.flatnonzero(restricted > 0)) == {5, 6}
+
+
 def test_search_weight_makes_costly_moves_rarer() -> None:
     # At temperature 3 the model spreads its moves; beta 2 must cut the mean loss.
     board = _board("e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5")

@@ -285,6 +285,24 @@ def _number(name: str, low: float, high: float, open_low: bool = False) -> Any:
 
 
 @dataclass(frozen=True)
+class HumanDistribution:
+    """What :meth:`HumanPlay.choose` draws from in one position.
+
+    Attributes:
+        prediction: the model's output (moves most probable first, probabilities, WDL).
+        probabilities: the draw's probabilities, aligned with ``prediction.moves`` (temperature,
+            top-p, ``searchmoves`` and the strength search applied; verification is not).
+        losses: the strength search's loss in centipawns of each candidate (empty at beta 0).
+        nodes: nodes that search used.
+    """
+
+    prediction: Prediction
+    probabilities: np.ndarray
+    losses: tuple[tuple[chess.Move, int], ...] = ()
+    nodes: int = 0
+
+
+@dataclass(frozen=True)
 class HumanChoice:
     """One move chosen by :meth:`HumanPlay.choose`.
 
@@ -600,7 +618,7 @@ class HumanPlay:
         p[keep:] = 0.0
         return p / p.sum()
 
-    def choose(
+    def distribution(
         self,
         board: chess.Board,
         *,
@@ -608,16 +626,10 @@ class HumanPlay:
         top_p: float | None = None,
         search_moves: Sequence[chess.Move] = (),
         stop: threading.Event | None = None,
-    ) -> HumanChoice:
-        """Draw a move for ``board`` (which must have a legal move).
-
-        Args:
-            board: the position; its move stack is the history the model sees.
-            temperature: overrides the configured one (``chessformer`` passes its own).
-            top_p: overrides the configured one.
-            search_moves: only these moves (UCI ``go searchmoves``; empty: all).
-            stop: ends verification early (the sampled move then stands).
-        """
+    ) -> HumanDistribution:
+        """What a move for ``board`` is drawn from (before verification): the model's
+        probabilities after temperature and top-p, restricted to ``search_moves``, and re-weighted
+        by the strength search when beta > 0. The arguments are :meth:`choose`'s."""
         import numpy as np
 
         c = self.config
@@ -641,6 +653,34 @@ class HumanPlay:
         strength = self.strength()
         if strength.search_weight > 0 and not (stop is not None and stop.is_set()):
             p, losses, nodes = self._weigh_by_search(board, moves, p, strength)
+        return HumanDistribution(prediction, p, losses, nodes)
+
+    def choose(
+        self,
+        board: chess.Board,
+        *,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        search_moves: Sequence[chess.Move] = (),
+        stop: threading.Event | None = None,
+    ) -> HumanChoice:
+        """Draw a move for ``board`` (which must have a legal move) from :meth:`distribution`,
+        then verify it when ``HumanVerify`` is on.
+
+        Args:
+            board: the position; its move stack is the history the model sees.
+            temperature: overrides the configured one (``chessformer`` passes its own).
+            top_p: overrides the configured one.
+            search_moves: only these moves (UCI ``go searchmoves``; empty: all).
+            stop: ends verification early (the sampled move then stands).
+        """
+        c = self.config
+        drawn = self.distribution(
+            board, temperature=temperature, top_p=top_p, search_moves=search_moves, stop=stop
+        )
+        prediction, losses, nodes = drawn.prediction, drawn.losses, drawn.nodes
+        moves, raw = prediction.moves, prediction.probabilities
+        p = drawn.probabilities.copy()
         removed: list[tuple[chess.Move, int]] = []
         best: tuple[chess.Move | None, int] | None = None
         while True:
