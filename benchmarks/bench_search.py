@@ -20,7 +20,8 @@ used: fine for costs, meaningless for the comparison. The machine is shared; the
 recorded at the start and the end. Usage::
 
     .venv/bin/python benchmarks/bench_search.py --quick
-    .venv/bin/python benchmarks/bench_search.py --model src/latentchess/weights/default --threads 2
+    .venv/bin/python benchmarks/bench_search.py --threads 2 \
+        --model src/latentchess/weights/gab-micro
 """
 
 from __future__ import annotations

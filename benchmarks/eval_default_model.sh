@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Puzzles, EPD suites and equal-time matches of the shipped default model (src/latentchess/weights/default), with a
+# Puzzles, EPD suites and equal-time matches of the shipped default model (the default latent model; src/latentchess/weights/default when the gab-micro results were made, now weights/gab-micro), with a
 # reference engine on the same suites; results and timings in benchmarks/results/default_model/.
 # The Elo-by-depth ladder (our Table 2) is benchmarks/depth_ladder.py.
 #   bash benchmarks/eval_default_model.sh            # everything (about 40 minutes on 2 cores)

@@ -286,7 +286,7 @@ def test_default_model_path_follows_environment(
     model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("LATENTCHESS_MODEL", raising=False)
-    shipped = Path(latentchess.__file__).resolve().parent / "weights" / "default"
+    shipped = Path(latentchess.__file__).resolve().parent / "weights" / "sparse-64"
     assert default_model_path() == shipped and (shipped / "model.safetensors").is_file()
     monkeypatch.setenv("LATENTCHESS_MODEL", str(model_dir))
     assert default_model_path() == model_dir

@@ -26,7 +26,7 @@ import pytest
 import torch
 
 from latentchess.core import _native as native
-from latentchess.engines.latent import LatentEngine
+from latentchess.engines.latent import LatentEngine, declared_search
 from latentchess.errors import EngineError, ModelFileError
 from latentchess.models import LatentModel, save_model
 from latentchess.models.config import SparseEncoderConfig
@@ -344,3 +344,39 @@ def test_engine_uses_the_native_core_for_sparse_models(model: LatentModel) -> No
         LatentEngine.from_options(transformer, native="true")
     with pytest.raises(EngineError, match="native"):
         LatentEngine.from_options(model, native="maybe")
+
+
+def test_a_model_declares_its_search_and_options_override_it(
+    tmp_path: Path, model: LatentModel
+) -> None:
+    import json
+
+    directory = save_model(tmp_path / "declared", model.encoder, axis=model.axis)
+    config = directory / "config.json"
+    document = json.loads(config.read_text())
+    document["search"] = {"width": 5, "depth": 4, "measured": "a note the engine ignores"}
+    config.write_text(json.dumps(document))
+    assert declared_search(directory) == SearchConfig(width=5, depth=4)
+    engine = LatentEngine.from_options(str(directory))
+    assert (engine.config.width, engine.config.depth) == (5, 4)
+    assert LatentEngine.from_options(str(directory), width="2").config.width == 2
+    # no block, or no model directory: the SearchConfig defaults
+    plain = save_model(tmp_path / "plain", model.encoder, axis=model.axis)
+    assert declared_search(plain) == SearchConfig() == declared_search(tmp_path / "nothing")
+    document["search"] = {"width": 0}
+    config.write_text(json.dumps(document))
+    with pytest.raises(EngineError, match="width"):
+        LatentEngine.from_options(str(directory))
+    # the shipped default (the sparse encoder) declares width 8, where it measured strongest
+    assert declared_search(None).width == 8 == declared_search(TRAINED).width
+
+
+def test_a_clock_or_a_time_limit_deepens_past_the_configured_depth(model: LatentModel) -> None:
+    engine = LatentEngine.from_options(model, depth=1, width=2)
+    board = chess.Board()
+    assert engine.analyse(board, chess.engine.Limit()).depth == 1  # nothing else: the depth
+    assert engine.analyse(board, chess.engine.Limit(time=0.3)).depth > 1
+    clock = chess.engine.Limit(white_clock=10.0, black_clock=10.0, white_inc=0.1)
+    assert engine.analyse(board, clock).depth > 1
+    assert engine.analyse(board, chess.engine.Limit(nodes=20_000)).depth > 1
+    assert engine.analyse(board, chess.engine.Limit(depth=2, time=5.0)).depth == 2

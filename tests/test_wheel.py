@@ -35,8 +35,9 @@ def test_wheel_installs_and_plays_from_any_directory(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = wheels.glob("latentchess-*.whl")  # pure or platform-specific: any name
     names = zipfile.ZipFile(wheel).namelist()
-    for shipped in ("model.safetensors", "config.json"):
-        assert f"latentchess/weights/default/{shipped}" in names
+    for model in ("sparse-64", "gab-micro"):  # the default latent model and the transformer
+        for shipped in ("model.safetensors", "config.json"):
+            assert f"latentchess/weights/{model}/{shipped}" in names
 
     # A fresh venv; dependencies come from this venv's site-packages (no network, no index).
     fresh = tmp_path / "fresh"
@@ -85,7 +86,7 @@ def test_wheel_installs_and_plays_from_any_directory(tmp_path: Path) -> None:
     assert uci.returncode == 0, uci.stderr[-3000:]
     assert "id name latentchess ab" in uci.stdout, uci.stdout
     assert "ERROR" not in uci.stdout and " model_sha256=" in uci.stdout, uci.stdout
-    assert "weights/default" in uci.stdout
+    assert "weights/sparse-64" in uci.stdout  # the default latent model, from the wheel
     moves = [line.split()[1] for line in uci.stdout.splitlines() if line.startswith("bestmove")]
     assert len(moves) == 2, uci.stdout
     assert all(chess.Move.from_uci(move) in chess.Board().legal_moves for move in moves)

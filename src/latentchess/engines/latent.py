@@ -218,6 +218,37 @@ def search_config_from_options(
         raise EngineError(f"bad latent engine options {options!r}: {error}") from error
 
 
+def declared_search(model: str | Path | LatentModel | None) -> SearchConfig:
+    """The search a model declares it plays best with, over :class:`SearchConfig`'s defaults.
+
+    A model directory's ``config.json`` may hold a ``"search"`` object with
+    :class:`SearchConfig` fields (``width``, ``depth``, ``mode``, ...; other keys, such as a
+    ``"measured"`` note, are ignored): the shipped sparse encoder declares width 8, the width at
+    which it measured strongest. ``None`` is the default model. Options given to the engine
+    override it.
+
+    Raises:
+        EngineError: the declared values are not valid :class:`SearchConfig` fields.
+    """
+    import json
+
+    if model is None:
+        from latentchess.models.paths import default_model_path
+
+        model = default_model_path()
+    if isinstance(model, str | Path):
+        try:
+            document = json.loads((Path(model).expanduser() / "config.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return SearchConfig()  # not a model directory: loading it will say why
+        declared = document.get("search") if isinstance(document, dict) else None
+    else:
+        declared = model.metadata.get("search")
+    if not isinstance(declared, dict):
+        return SearchConfig()
+    return search_config_from_options(dict(declared))
+
+
 class LatentEngine(Engine):
     """A :class:`~latentchess.models.inference.LatentModel` searching with :class:`Searcher`.
 
@@ -322,7 +353,7 @@ class LatentEngine(Engine):
         if options.get("hash") is not None:
             megabytes = _coerce("hash", options["hash"], int)
             fields["cache_size"] = max(1, megabytes * 1_000_000 // BYTES_PER_CACHE_ENTRY)
-        config = search_config_from_options(fields)
+        config = search_config_from_options(fields, declared_search(model))
         # One torch thread unless asked: what every measured ladder ran (two games at a time
         # on two cores), and what `latentchess uci --engine latent` always used.
         threads = _coerce("threads", options.get("threads", 1), int)
@@ -607,14 +638,20 @@ class LatentEngine(Engine):
             stop: set from another thread to stop (the last completed iteration's move stands).
             on_iteration: called with each completed iteration.
             infinite: deepen until ``stop`` (or ``limit.depth``) instead of the configured depth.
+
+        The configured depth applies only when ``limit`` has neither a depth, nor a time, clock
+        or node limit; with one of those the search deepens until the limit ends it.
             exact_root: exact values for every expanded root move (analysis).
             started: ``time.monotonic()`` when the request arrived (time limits count from it).
         """
         limit = limit or chess.engine.Limit()
         started = time.monotonic() if started is None else started
-        depth = limit.depth or (MAX_DEPTH if infinite else self.config.depth)
-        depth = max(1, min(depth, MAX_DEPTH))
         budget = self.time_budget(limit, board.turn)
+        # The configured depth is the search when nothing else bounds it; a clock, a time or a
+        # node limit deepens until it runs out, as a UCI engine's `go wtime`/`movetime` does.
+        bounded = budget is not None or limit.nodes is not None
+        depth = limit.depth or (MAX_DEPTH if infinite or bounded else self.config.depth)
+        depth = max(1, min(depth, MAX_DEPTH))
         deadline = soft = None
         if budget is not None and not infinite:
             deadline, soft = started + budget.hard, started + budget.soft

@@ -6,19 +6,24 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["SHIPPED_WEIGHTS", "default_model_path"]
+__all__ = ["DEFAULT_MODEL", "SHIPPED_WEIGHTS", "default_model_path"]
 
 SHIPPED_WEIGHTS = Path(__file__).resolve().parents[1] / "weights"
 """The package's ``weights/`` directory (package data: a checkout, ``pip install .``, a wheel)."""
 
+DEFAULT_MODEL = "sparse-64"
+"""The shipped latent model that ``latent`` plays with: the strongest latent model measured (the
+sparse contrastive encoder at width 8, 1358 [1242, 1475] at 10+0.1 against the GAB encoder's
+1039 [886, 1192]; ``benchmarks/results/latent_tc/``). ``gab-micro`` is the transformer."""
+
 
 def default_model_path() -> Path:
-    """``$LATENTCHESS_MODEL`` if set, else the model shipped in the package, ``weights/default``.
+    """``$LATENTCHESS_MODEL`` if set, else the shipped ``weights/`` + :data:`DEFAULT_MODEL`.
 
-    The shipped model is package data (``latentchess/weights/default``), so it is found the same
+    The shipped models are package data (``latentchess/weights/``), so they are found the same
     way in a checkout, after ``pip install .`` and from a wheel.
     """
     env = os.environ.get("LATENTCHESS_MODEL")
     if env:
         return Path(env).expanduser()
-    return SHIPPED_WEIGHTS / "default"
+    return SHIPPED_WEIGHTS / DEFAULT_MODEL
