@@ -13,7 +13,7 @@ Every throughput is also given relative to a GEMM measured in the same process w
 thread count: achieved model GFLOP/s divided by the GEMM's GFLOP/s (a 1024 x 1024 float32 GEMM
 timed interleaved with each row's paths, so background load affects both; the bfloat16 GEMM once
 up front). Fidelity is the cosine between each path's embedding and the float32 one on real
-positions (``/work/shared/data`` sample when present, else random games), with a random model
+positions (``../shared/data`` sample when present, else random games), with a random model
 whose layers are initialised independently (random init is fine for speed; fidelity on a random
 net is a stand-in for a trained one).
 

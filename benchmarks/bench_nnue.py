@@ -38,6 +38,7 @@ import torch
 from latentchess.provenance import git_commit
 
 RESULTS = Path(__file__).resolve().parent / "results" / "nnue.json"
+SHARED = Path(__file__).resolve().parents[2] / "shared"  # the checkout's ../shared
 
 
 def _record(kind: str, data: dict[str, Any], command: str) -> None:
@@ -324,7 +325,7 @@ def main() -> None:
     e.add_argument("--games", type=int, default=40)
     e.add_argument("--repeats", type=int, default=5)
     q2 = sub.add_parser("equality")
-    q2.add_argument("--data", default="/work/shared/data/tcec-engine-evals.csv.gz")
+    q2.add_argument("--data", default=str(SHARED / "data/tcec-engine-evals.csv.gz"))
     q2.add_argument("--positions", type=int, default=10000)
     q2.add_argument("--every", type=int, default=241)
     q2.add_argument("--features", default="ALL+H+V+D1+D2+PH+PV+MB+MC")
@@ -334,7 +335,7 @@ def main() -> None:
     n.add_argument("--positions", type=int, default=12)
     v = sub.add_parser("evalloss")
     v.add_argument("--eval", action="append", required=True, help="hce, pesto or nnue:DIR")
-    v.add_argument("--pgn", type=Path, default=Path("/work/shared/data/lichess-rated-games.pgn.gz"))
+    v.add_argument("--pgn", type=Path, default=SHARED / "data/lichess-rated-games.pgn.gz")
     v.add_argument("--positions", type=int, default=4000)
     v.add_argument("--every", type=int, default=7)
     v.add_argument("--depth", type=int, default=9)

@@ -9,7 +9,7 @@ they learn, and the chosen defaults are the ones that learn fastest without coll
 
 Data: a training cache or Parquet dataset, e.g. the project's labelled positions::
 
-    latentchess data import-csv /work/shared/data/sf15-d9-eco-selfplay.csv.gz --out runs/sf15
+    latentchess data import-csv ../shared/data/sf15-d9-eco-selfplay.csv.gz --out runs/sf15
     latentchess data build-cache runs/sf15 --out runs/sf15-cache
     .venv/bin/python benchmarks/compare_lr.py --data runs/sf15-cache          # ~10 min on 1 core
     .venv/bin/python benchmarks/compare_lr.py --data runs/sf15-cache --quick  # 3 runs

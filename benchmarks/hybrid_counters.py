@@ -1,6 +1,6 @@
 """How often alpha-beta overrules the latent candidates, per k (verify mode), on STS positions.
 
-    .venv/bin/python benchmarks/hybrid_counters.py /work/shared/testsuites/STS1-STS15_LAN_v6.epd \
+    .venv/bin/python benchmarks/hybrid_counters.py ../shared/testsuites/STS1-STS15_LAN_v6.epd \
         --positions 75 --time 0.1 --out benchmarks/results/hybrid/counters
 
 For each k, one :class:`HybridEngine` (verify) plays every position at a fixed time per move and

@@ -19,7 +19,7 @@ Runs (one core each, two at a time, each ``--minutes`` long by its step count):
 plus the shipped default model (the default recipe, 2000 steps, 31 minutes). Training length is
 the default model against ``micro-p1``; search depth is in ``depth_ladder``'s results.
 
-    .venv/bin/python benchmarks/strength_study.py --dataset /work/data/sf15 --runs /work/runs/study
+    .venv/bin/python benchmarks/strength_study.py --dataset data/sf15 --runs runs/study
 """
 
 from __future__ import annotations

@@ -230,7 +230,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="import the project's labelled CSV (fen,cp_white,mate_white,...)",
         description=(
             "Import a headerless CSV with columns fen,cp_white,mate_white,win_prob_white,"
-            "best_move,depth,multipv_gap_cp (e.g. /work/shared/data/sf15-d9-eco-selfplay.csv.gz)."
+            "best_move,depth,multipv_gap_cp (e.g. ../shared/data/sf15-d9-eco-selfplay.csv.gz)."
         ),
     )
     p.add_argument("file", type=Path, metavar="FILE.csv.gz")

@@ -1,6 +1,6 @@
-"""``data import-csv``: the project's labelled CSV (``/work/shared/data``) into a dataset.
+"""``data import-csv``: the project's labelled CSV (``../shared/data``) into a dataset.
 
-Format (``/work/shared/data/README.md``): gzip or plain CSV, no header, columns
+Format (``../shared/data/README.md``): gzip or plain CSV, no header, columns
 ``fen,cp_white,mate_white,win_prob_white,best_move,depth,multipv_gap_cp``; exactly one of
 ``cp_white`` / ``mate_white`` is set. Rows keep generation order, so a new game starts where the
 ply (from the FEN's move counters) does not increase; the README's "fullmove number falls" is the
