@@ -380,3 +380,32 @@ def test_a_clock_or_a_time_limit_deepens_past_the_configured_depth(model: Latent
     assert engine.analyse(board, clock).depth > 1
     assert engine.analyse(board, chess.engine.Limit(nodes=20_000)).depth > 1
     assert engine.analyse(board, chess.engine.Limit(depth=2, time=5.0)).depth == 2
+
+
+def test_a_new_model_brings_its_declared_search_but_keeps_what_the_user_set(
+    tmp_path: Path, model: LatentModel
+) -> None:
+    import json
+
+    declared = save_model(tmp_path / "declared", model.encoder, axis=model.axis)
+    document = json.loads((declared / "config.json").read_text())
+    document["search"] = {"width": 6, "depth": 3}
+    (declared / "config.json").write_text(json.dumps(document))
+    plain = save_model(tmp_path / "plain", model.encoder, axis=model.axis)
+
+    engine = LatentEngine.from_options(str(declared))
+    engine.ready()
+    engine.set_option("Model", str(plain))  # no declaration: SearchConfig's defaults
+    engine.ready()
+    assert (engine.config.width, engine.config.depth) == (3, 6)
+    engine.set_option("Width", "4")  # the user's choice survives the next model
+    engine.set_option("Model", str(declared))
+    engine.ready()
+    assert (engine.config.width, engine.config.depth) == (4, 3)
+    assert engine.searcher.config.width == 4
+    board = chess.Board()
+    assert engine.play(board, chess.engine.Limit(depth=2)) in board.legal_moves
+    spec = LatentEngine.from_options(str(plain), depth="2")  # spec keys count as chosen
+    spec.set_option("Model", str(declared))
+    spec.ready()
+    assert (spec.config.width, spec.config.depth) == (6, 2)

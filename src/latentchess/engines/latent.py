@@ -218,6 +218,11 @@ def search_config_from_options(
         raise EngineError(f"bad latent engine options {options!r}: {error}") from error
 
 
+_DECLARABLE = ("mode", "depth", "width", "alpha_beta", "frontier_batch", "leaf_chunk")
+"""The :class:`SearchConfig` fields a model may declare (the cache size is the user's ``Hash``;
+the draw score comes from the model's calibration)."""
+
+
 def declared_search(model: str | Path | LatentModel | None) -> SearchConfig:
     """The search a model declares it plays best with, over :class:`SearchConfig`'s defaults.
 
@@ -308,6 +313,9 @@ class LatentEngine(Engine):
         self._model_path = None if model_path is None else str(model_path)
         self._precision, self._device, self._threads = precision, device, threads
         self._load_error: BaseException | None = None
+        # Search fields set by the user (spec keys, UCI options): a new Model keeps them and
+        # takes the rest from what that model declares (:func:`declared_search`).
+        self._chosen: set[str] = set()
         self._loader: threading.Thread | None = None
         if model is not None:
             if threads:
@@ -385,6 +393,7 @@ class LatentEngine(Engine):
             threads=threads or None,
             native=native,
         )
+        engine._chosen = set(fields) & set(_DECLARABLE)
         if options.get("policy") is not None:
             from latentchess.search.policy import load_policy
 
@@ -514,9 +523,9 @@ class LatentEngine(Engine):
         return [
             string("Model", model, self._set_model, "model"),
             combo("Precision", self._precision, PRECISIONS, self._set_precision, "precision"),
-            spin("Depth", c.depth, 1, MAX_DEPTH, lambda v: self._configure(depth=v), "depth"),
-            spin("Width", c.width, 1, 256, lambda v: self._configure(width=v), "width"),
-            combo("Mode", c.mode, MODES, lambda v: self._configure(mode=v), "mode"),
+            spin("Depth", c.depth, 1, MAX_DEPTH, lambda v: self._choose(depth=v), "depth"),
+            spin("Width", c.width, 1, 256, lambda v: self._choose(width=v), "width"),
+            combo("Mode", c.mode, MODES, lambda v: self._choose(mode=v), "mode"),
             combo("Native", self._native, NATIVE_CHOICES, self._set_native, "native"),
             spin(
                 "Threads",
@@ -543,6 +552,11 @@ class LatentEngine(Engine):
         if self._searcher is not None:
             self._rebuild_search()
 
+    def _choose(self, **changes: Any) -> None:
+        """Search fields the user set: kept when another model is loaded."""
+        self._chosen |= set(changes)
+        self._configure(**changes)
+
     def _set_native(self, choice: str) -> None:
         if choice not in NATIVE_CHOICES:
             raise EngineError(f"native must be one of {list(NATIVE_CHOICES)}, got {choice!r}")
@@ -566,7 +580,12 @@ class LatentEngine(Engine):
         if not path:
             raise EngineError("option 'Model' needs a directory")
         self.ready_or_failed()
+        declared = declared_search(path)
         self._model_path = path
+        self.config = dataclasses.replace(
+            self.config,
+            **{name: getattr(declared, name) for name in _DECLARABLE if name not in self._chosen},
+        )
         self._start_loading()
 
     def _set_precision(self, precision: str) -> None:
