@@ -268,3 +268,21 @@ def test_killed_driver_and_killed_worker_lose_no_finished_game(cluster, tmp_path
     assert victim.wait(timeout=10) == -signal.SIGKILL
     assert at_kill[0] < 10  # the worker died while the match was running
     assert sorted(int(g.headers["Round"]) for g in read_games(pgn2)) == list(range(1, 11))
+
+
+def test_tune_spsa_on_a_cluster_plays_each_iterations_pairs_there(cluster, tmp_path) -> None:
+    from latentchess.evaluation.spsa import load_state
+
+    state = tmp_path / "spsa.json"
+    command = ["tune", "spsa", "--state", str(state), "--engine", "ab:eval=hce,hash=2",
+               "--params", "reverse_futility_margin", "--iterations", "2", "--pairs", "1",
+               "--limit", "nodes=150", "--max-plies", "80", "--balance-cp", "0"]  # fmt: skip
+    before = sum(cluster.executed())
+    assert main([*command, "--cluster", cluster.address]) == 0
+    run = load_state(state)
+    assert run.iteration == 2
+    assert [e["wins"] + e["draws"] + e["losses"] for e in run.history] == [2, 2]
+    after = sum(cluster.executed())
+    assert after - before >= 4  # every game ran on the workers
+    assert main([*command, "--cluster", cluster.address]) == 0  # resumes: nothing left to play
+    assert load_state(state).history == run.history and sum(cluster.executed()) == after

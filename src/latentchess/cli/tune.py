@@ -2,7 +2,8 @@
 
 ``latentchess tune spsa --state RUN.json`` tunes the alpha-beta search's parameters
 (:data:`~latentchess.core.alphabeta.SEARCH_PARAMETERS`) by SPSA over in-process game pairs
-(:mod:`latentchess.evaluation.spsa`); running the same command again resumes from the state file.
+(:mod:`latentchess.evaluation.spsa`), or on a Dask cluster's workers with ``--cluster``; running
+the same command again resumes from the state file.
 It ends (and ``--report`` answers at any time) with a table, a plot of each parameter's path and
 the tuned set as an engine spec, to be kept only if ``latentchess match --sprt`` accepts it.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from latentchess.argtypes import positive_int
+from latentchess.cluster import add_cluster_argument, cluster_pool
 
 __all__ = ["register"]
 
@@ -83,6 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="print the state file's table and spec, write the plot, and exit (no games)",
     )
     p.add_argument("--plot", type=Path, help="the plot (default: the state file with .png)")
+    add_cluster_argument(p)
     _add_openings(p)
     p.set_defaults(func=_spsa)
 
@@ -176,14 +179,16 @@ def _spsa(args: argparse.Namespace) -> int:
 
         count = min(config.iterations * config.pairs, 1000)
         openings = _load_openings(args, count)
-        objective = match_objective(
-            args.engine,
-            args.limit,
-            openings,
-            workers=args.workers or default_workers(),
-            max_plies=args.max_plies,
-        )
-        run_spsa(state, objective, path=args.state)
+        with cluster_pool(args.cluster) as pool:
+            objective = match_objective(
+                args.engine,
+                args.limit,
+                openings,
+                workers=args.workers or default_workers(),
+                max_plies=args.max_plies,
+                pool=pool,
+            )
+            run_spsa(state, objective, path=args.state)
     _print_result(state, plot)
     return 0
 

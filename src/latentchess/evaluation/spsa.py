@@ -388,6 +388,7 @@ def match_objective(
     *,
     workers: int = 1,
     max_plies: int = 600,
+    pool: Any = None,
 ) -> SpsaObjective:
     """Plays ``spec`` with the plus values against ``spec`` with the minus values (as spec keys)
     through :func:`~latentchess.evaluation.match.run_match`: iteration ``k`` takes the next
@@ -399,7 +400,11 @@ def match_objective(
         openings: the opening list.
         workers: games in parallel.
         max_plies: a game still going at this many plies is a draw.
+        pool: where the games run (:func:`latentchess.cluster.cluster_pool`: a Dask cluster's
+            workers); None: this process's ``workers`` threads.
     """
+    import functools
+
     from latentchess.engines.registry import create_engine, parse_engine_spec
     from latentchess.evaluation.match import MatchConfig, Player, run_match
 
@@ -418,7 +423,7 @@ def match_objective(
             players.append(
                 Player(
                     name=name,
-                    make=lambda parsed=parsed: create_engine(parsed),  # type: ignore[misc]
+                    make=functools.partial(create_engine, parsed),  # pickles to cluster workers
                     limit=limit,
                     spec=text,
                 )
@@ -430,7 +435,7 @@ def match_objective(
             max_plies=max_plies,
             progress=False,
         )
-        return run_match(players[0], players[1], chosen, config).score
+        return run_match(players[0], players[1], chosen, config, pool=pool).score
 
     return objective
 
