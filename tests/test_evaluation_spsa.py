@@ -20,6 +20,7 @@ from latentchess.evaluation.spsa import (
     SpsaParameter,
     SpsaState,
     load_state,
+    match_objective,
     run_spsa,
     schedule,
     spsa_iteration,
@@ -214,6 +215,18 @@ def test_tune_spsa_command_plays_real_games_and_resumes(
     values = engine._search.parameters  # type: ignore[attr-defined]
     assert values["reverse_futility_margin"] == round(state.theta["reverse_futility_margin"])
 
+    # Every game is in the PGN beside the state, its Event naming the iteration.
+    import chess.pgn
+
+    with state_path.with_suffix(".pgn").open(encoding="utf-8") as handle:
+        events = []
+        while (headers := chess.pgn.read_headers(handle)) is not None:
+            events.append(headers["Event"])
+    assert (
+        sorted(events)
+        == ["latentchess tune spsa, iteration 1"] * 2 + ["latentchess tune spsa, iteration 2"] * 2
+    )
+
     # The same command again resumes: nothing left to play, same state.
     assert main(command) == 0
     assert "resuming" in capsys.readouterr().err
@@ -224,3 +237,23 @@ def test_tune_spsa_command_plays_real_games_and_resumes(
     # --report reads the file alone.
     assert main(["tune", "spsa", "--state", str(state_path), "--report"]) == 0
     assert "reverse_futility_margin" in capsys.readouterr().out
+
+
+def test_an_iteration_killed_midway_resumes_from_its_finished_games(tmp_path: Path) -> None:
+    """The objective appends each game to the PGN; run again for the same iteration (as after a
+    kill before the state was saved), it replays nothing and returns the same score."""
+    from latentchess.evaluation.limits import parse_limit
+    from latentchess.evaluation.openings import eco_openings
+
+    pgn = tmp_path / "games.pgn"
+    openings = eco_openings(2, seed=0)
+    objective = match_objective(
+        "ab:eval=hce,hash=2", parse_limit("nodes=150"), openings, max_plies=60, pgn=pgn
+    )
+    plus, minus = {"reverse_futility_margin": 100.0}, {"reverse_futility_margin": 70.0}
+    first = objective(plus, minus, 1, 2)
+    size = pgn.stat().st_size
+    assert sum(first) == 4 and size > 0
+    assert objective(plus, minus, 1, 2) == first  # resumed: no game played again
+    assert pgn.stat().st_size == size
+    assert sum(objective(plus, minus, 2, 2)) == 4 and pgn.stat().st_size > size  # the next one

@@ -85,6 +85,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="print the state file's table and spec, write the plot, and exit (no games)",
     )
     p.add_argument("--plot", type=Path, help="the plot (default: the state file with .png)")
+    p.add_argument(
+        "--pgn",
+        type=Path,
+        help="the games, appended as each finishes (default: the state file with .pgn); an "
+        "iteration killed midway resumes from them",
+    )
     add_cluster_argument(p)
     _add_openings(p)
     p.set_defaults(func=_spsa)
@@ -187,6 +193,7 @@ def _spsa(args: argparse.Namespace) -> int:
                 workers=args.workers or default_workers(),
                 max_plies=args.max_plies,
                 pool=pool,
+                pgn=args.pgn or args.state.with_suffix(".pgn"),
             )
             run_spsa(state, objective, path=args.state)
     _print_result(state, plot)

@@ -389,6 +389,7 @@ def match_objective(
     workers: int = 1,
     max_plies: int = 600,
     pool: Any = None,
+    pgn: Path | None = None,
 ) -> SpsaObjective:
     """Plays ``spec`` with the plus values against ``spec`` with the minus values (as spec keys)
     through :func:`~latentchess.evaluation.match.run_match`: iteration ``k`` takes the next
@@ -402,6 +403,8 @@ def match_objective(
         max_plies: a game still going at this many plies is a draw.
         pool: where the games run (:func:`latentchess.cluster.cluster_pool`: a Dask cluster's
             workers); None: this process's ``workers`` threads.
+        pgn: every game is appended here as it finishes (the ``Event`` names the iteration), so
+            an iteration killed midway resumes from its finished games.
     """
     import functools
 
@@ -435,7 +438,7 @@ def match_objective(
             max_plies=max_plies,
             progress=False,
         )
-        return run_match(players[0], players[1], chosen, config, pool=pool).score
+        return run_match(players[0], players[1], chosen, config, pgn_path=pgn, pool=pool).score
 
     return objective
 
