@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 import shlex
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,6 +131,15 @@ def parse_engine_spec(text: str) -> EngineSpec:
     return EngineSpec(text=stripped, kind=kind, args=tuple(args), params=params, name=name)
 
 
+_BUILDING = threading.RLock()
+"""Held while an engine is built. Builders import their modules lazily (torch only when asked
+for), and a match builds its engines in worker threads: a `hybrid` built beside an `ab` once
+failed with ``KeyError: 'latentchess.core'`` from inside importlib (2026-11-26, not reproduced in
+eleven tries). Building one engine at a time in a process costs nothing a match can measure (each
+slot builds its engines once) and leaves each import to one thread; waiting for a model to load
+(:meth:`Engine.ready`) stays outside the lock."""
+
+
 def create_engine(spec: str | EngineSpec, *, wait: bool = True) -> Engine:
     """Start the engine a spec names.
 
@@ -143,7 +153,8 @@ def create_engine(spec: str | EngineSpec, *, wait: bool = True) -> Engine:
             model that cannot be loaded.
     """
     parsed = parse_engine_spec(spec) if isinstance(spec, str) else spec
-    engine = ENGINES[parsed.kind].build(parsed)
+    with _BUILDING:
+        engine = ENGINES[parsed.kind].build(parsed)
     if wait:
         try:
             engine.ready()
