@@ -1,2 +1,2 @@
 #!/bin/sh
-cd /work/main && PYTHONPATH=/work/main/src exec /work/main/.venv/bin/python -m latentchess uci --engine ab
+cd ../main && PYTHONPATH=src exec .venv/bin/python -m latentchess uci --engine ab

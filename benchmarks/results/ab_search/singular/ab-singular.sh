@@ -1,2 +1,2 @@
 #!/bin/sh
-cd /work/old && PYTHONPATH=/work/old/src exec /work/main/.venv/bin/python -m latentchess uci --engine ab
+cd ../old && PYTHONPATH=../old/src exec .venv/bin/python -m latentchess uci --engine ab

@@ -1,2 +1,2 @@
 #!/bin/sh
-cd /work/tm && PYTHONPATH=/work/tm/src exec /work/main/.venv/bin/python -m latentchess uci --engine ab
+cd ../tm && PYTHONPATH=../tm/src exec .venv/bin/python -m latentchess uci --engine ab

@@ -1,2 +1,2 @@
 #!/bin/sh
-cd /work/hy && PYTHONPATH=/work/hy/src exec /work/main/.venv/bin/python -m latentchess uci --engine ab
+cd ../hy && PYTHONPATH=../hy/src exec .venv/bin/python -m latentchess uci --engine ab
