@@ -164,6 +164,7 @@ def main() -> int:
         "command": " ".join([sys.executable.rsplit("/", 1)[-1], *sys.argv]),
         "commit": git_commit(),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "workers": args.workers,
     }
     (args.out / "depth_elo.json").write_text(json.dumps(payload, indent=1) + "\n")
     plot_depth_elo(points, args.out / "depth_elo.png")
@@ -204,7 +205,7 @@ def _write_markdown(path: Path, payload: dict, table: str) -> None:
         f"Command: `{payload['command']}` at commit {payload['commit']} on "
         f"{payload['machine']}. Opponents at {payload['opponent_limit']} per move. "
         "s/move and engine min: our engine's thinking time per move and in all its games (from "
-        "the PGN's [%emt]); games ran two at a time.\n\n"
+        f"the PGN's [%emt]); games ran {payload.get('workers', 2)} at a time.\n\n"
         + "\n".join(rows)
         + "\n\nJoint BayesElo fit over every game (UCI_Elo levels anchored):\n\n```\n"
         + table
