@@ -10,7 +10,8 @@
 # (the paper: 400000). Every later call with the same OUT keeps that plan and resumes from
 # OUT/main/checkpoints for another MINUTES, so a long schedule runs as a series of short leases.
 # Knobs: BATCH (128, the paper's), LR (0.03), DEVICE (cuda), THREADS (4: several runs can share a
-# machine's cores), TOTAL_STEPS, LC (how to run latentchess; default `python3 -m latentchess`).
+# machine's cores), TOTAL_STEPS, PROBE_MINUTES (0.35), LC (how to run latentchess; default
+# `python3 -m latentchess`).
 set -euo pipefail
 cache=$1 out=$2 config=$3 minutes=$4
 shift 4
@@ -25,7 +26,7 @@ if [[ ! -f "$out/plan.json" ]]; then
     if [[ -n "${TOTAL_STEPS:-}" ]]; then
         steps=$TOTAL_STEPS
     else
-        $lc train supcon "${common[@]}" --out "$out/probe" --steps 1000000 --max-minutes 0.35 \
+        $lc train supcon "${common[@]}" --out "$out/probe" --steps 1000000 --max-minutes "${PROBE_MINUTES:-0.35}" \
             --eval-every 0 --eval-positions 1024 --axis-positions 256 --log-every 10 "$@" \
             >"$out/probe.log" 2>&1
         steps=$(python3 -c '
