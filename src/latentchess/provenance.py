@@ -60,7 +60,16 @@ def recording_models() -> Iterator[list[dict[str, str]]]:
 
 
 def note_model(provenance: dict[str, str]) -> None:
-    """Report a model an engine runs to every active :func:`recording_models` block."""
+    """Report a model an engine runs to every active :func:`recording_models` block.
+
+    A ``"model"`` path inside this checkout is recorded relative to it, so results written by
+    one machine name the same model on another.
+    """
+    provenance = dict(provenance)
+    if "model" in provenance:
+        path = Path(provenance["model"])
+        if path.is_absolute() and path.is_relative_to(REPO_ROOT):
+            provenance["model"] = str(path.relative_to(REPO_ROOT))
     with _RECORDERS_LOCK:
         for seen in _RECORDERS:
             if provenance not in seen:
