@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The NNUE on the engine's own games (issue 30): the shipped network fine-tuned on `data selfplay`
+# records with the target blended from its search score and the game result (arms of lambda,
+# learning rate and steps), and the accumulator width redone from scratch at this budget (L1 128,
+# 256, 512, equal minutes); then held-out quality on positions no network saw (quiet positions of
+# the rated Lichess games against Stockfish's static evaluation and a depth-9 search) and a match
+# of every network against the shipped one at fixed nodes (an SPRT [0, 10] for the fine-tuned
+# arms, which have its architecture and speed; a fixed count for the from-scratch widths).
+#
+#   bash benchmarks/nnue_selfplay.sh SELFPLAY_BIN OUT_DIR
+#
+# SELFPLAY_BIN: a .bin of `latentchess data selfplay` (a copy cut to whole records, so a run
+# still writing the file can go on). Rerunning resumes: finished arms are skipped, trainings
+# resume from their checkpoints and matches from their PGNs. Knobs: FT_ARMS (LAMBDA:LR:STEPS
+# each; "1:5e-4:500 0.75:5e-4:1500 1:1e-4:500"), L1S ("128 256 512"), SCRATCH_LAMBDA (1),
+# SCRATCH_MINUTES (6), NODES (20000), MAX_GAMES (400), SCRATCH_GAMES (60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=$1
+OUT=$2
+FT_ARMS=${FT_ARMS:-"1:5e-4:500 0.75:5e-4:1500 1:1e-4:500"}
+L1S=${L1S:-"128 256 512"}
+SCRATCH_LAMBDA=${SCRATCH_LAMBDA:-1}
+SCRATCH_MINUTES=${SCRATCH_MINUTES:-6}
+NODES=${NODES:-20000}
+MAX_GAMES=${MAX_GAMES:-400}
+SCRATCH_GAMES=${SCRATCH_GAMES:-60}
+LC=(.venv/bin/python -m latentchess)
+SHIPPED=src/latentchess/weights/nnue-default
+mkdir -p "$OUT"
+
+# Fine-tuning: the shipped recipe's optimiser at a lower rate, decayed by 0.9 per 10 M samples;
+# every arm shares the data, split and seed.
+for arm in $FT_ARMS; do
+    IFS=: read -r lam lr steps <<< "$arm"
+    run="$OUT/ft-l$lam-lr$lr-s$steps"
+    [ -f "$run/model/config.json" ] && continue
+    "${LC[@]}" train nnue --data "$BIN" --out "$run" --cache "$OUT/cache" --init "$SHIPPED" \
+        --lambda "$lam" --l1 256 --l2 32 --psqt --lr "$lr" --dense-lr-scale 0.1 --gamma 0.9 \
+        --epoch-positions 10000000 --steps "$steps" --threads 1 --eval-every 100 \
+        --checkpoint-every 100 --log-every 50 --no-progress > "$run.log" 2>&1
+done
+
+# From scratch, equal minutes: which accumulator width does this budget favour?
+for l1 in $L1S; do
+    run="$OUT/scratch-l1-$l1"
+    [ -f "$run/model/config.json" ] && continue
+    "${LC[@]}" train nnue --data "$BIN" --out "$run" --cache "$OUT/cache" \
+        --lambda "$SCRATCH_LAMBDA" \
+        --l1 "$l1" --l2 32 --psqt --lr 2e-3 --dense-lr-scale 0.1 --gamma 0.9 \
+        --epoch-positions 10000000 --steps 1000000 --max-minutes "$SCRATCH_MINUTES" --threads 1 \
+        --eval-every 100 --checkpoint-every 100 --log-every 50 --no-progress > "$run.log" 2>&1
+done
+
+evals=(--eval "nnue:$SHIPPED")
+for run in "$OUT"/ft-l* "$OUT"/scratch-l1-*; do
+    [ -f "$run/model/config.json" ] && evals+=(--eval "nnue:$run/model")
+done
+[ -f "$OUT/evalloss.log" ] || .venv/bin/python benchmarks/bench_nnue.py evalloss "${evals[@]}" \
+    --positions 3000 > "$OUT/evalloss.log"
+
+for run in "$OUT"/ft-l* "$OUT"/scratch-l1-*; do
+    [ -f "$run/model/config.json" ] || continue
+    arm=$(basename "$run")
+    games=(--sprt 0,10 --games "$MAX_GAMES")
+    [[ $arm == scratch-* ]] && games=(--games "$SCRATCH_GAMES")
+    "${LC[@]}" match "ab:eval=$run/model,name=$arm" "ab:eval=$SHIPPED,name=shipped" "${games[@]}" \
+        --limit "nodes=$NODES" --workers 2 --pgn "$OUT/$arm-vs-shipped-n$NODES.pgn" \
+        --json "$OUT/$arm-vs-shipped-n$NODES.json" --no-progress
+done
