@@ -12,13 +12,15 @@
 # SELFPLAY_BIN: a .bin of `latentchess data selfplay` (a copy cut to whole records, so a run
 # still writing the file can go on). Rerunning resumes: finished arms are skipped, trainings
 # resume from their checkpoints and matches from their PGNs. Knobs: FT_ARMS (LAMBDA:LR:STEPS
-# each; "1:5e-4:500 0.75:5e-4:1500 1:1e-4:500"), L1S ("128 256 512"), SCRATCH_LAMBDA (1),
+# each; "1:5e-4:500 0.75:5e-4:1500 1:1e-4:500"), SF_ARMS (LR:STEPS each, on Stockfish's static
+# labels of the same positions; "1e-4:500 5e-4:500"), L1S ("128 256 512"), SCRATCH_LAMBDA (1),
 # SCRATCH_MINUTES (6), NODES (20000), MAX_GAMES (400), SCRATCH_GAMES (60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$1
 OUT=$2
 FT_ARMS=${FT_ARMS:-"1:5e-4:500 0.75:5e-4:1500 1:1e-4:500"}
+SF_ARMS=${SF_ARMS:-"1e-4:500 5e-4:500"}
 L1S=${L1S:-"128 256 512"}
 SCRATCH_LAMBDA=${SCRATCH_LAMBDA:-1}
 SCRATCH_MINUTES=${SCRATCH_MINUTES:-6}
@@ -41,6 +43,21 @@ for arm in $FT_ARMS; do
         --checkpoint-every 100 --log-every 50 --no-progress > "$run.log" 2>&1
 done
 
+# The same positions, Stockfish's static evaluation as the label (the shipped network's teacher):
+# does the loss come from the positions or from the engine's own scores?
+if [ -n "$SF_ARMS" ]; then
+    "${LC[@]}" nnue label-static "$BIN" --out "$OUT/static" --random-plies 1 --no-progress
+fi
+for arm in $SF_ARMS; do
+    IFS=: read -r lr steps <<< "$arm"
+    run="$OUT/ft-sf-lr$lr-s$steps"
+    [ -f "$run/model/config.json" ] && continue
+    "${LC[@]}" train nnue --data "$OUT/static" --out "$run" --cache "$OUT/cache-static" \
+        --init "$SHIPPED" --l1 256 --l2 32 --psqt --lr "$lr" --dense-lr-scale 0.1 --gamma 0.9 \
+        --epoch-positions 10000000 --steps "$steps" --threads 1 --eval-every 100 \
+        --checkpoint-every 100 --log-every 50 --no-progress > "$run.log" 2>&1
+done
+
 # From scratch, equal minutes: which accumulator width does this budget favour?
 for l1 in $L1S; do
     run="$OUT/scratch-l1-$l1"
@@ -53,15 +70,21 @@ for l1 in $L1S; do
 done
 
 evals=(--eval "nnue:$SHIPPED")
-for run in "$OUT"/ft-l* "$OUT"/scratch-l1-*; do
+for run in "$OUT"/ft-* "$OUT"/scratch-l1-*; do
     [ -f "$run/model/config.json" ] && evals+=(--eval "nnue:$run/model")
 done
-[ -f "$OUT/evalloss.log" ] || .venv/bin/python benchmarks/bench_nnue.py evalloss "${evals[@]}" \
-    --positions 3000 > "$OUT/evalloss.log"
+# Again whenever a network is newer than the last table.
+newer=$(find "$OUT" -path "$OUT/*/model/config.json" -newer "$OUT/evalloss.json" 2>/dev/null || true)
+if [ ! -f "$OUT/evalloss.json" ] || [ -n "$newer" ]; then
+    .venv/bin/python benchmarks/bench_nnue.py evalloss "${evals[@]}" --positions 3000 \
+        > "$OUT/evalloss.json.tmp"
+    mv "$OUT/evalloss.json.tmp" "$OUT/evalloss.json"
+fi
 
-for run in "$OUT"/ft-l* "$OUT"/scratch-l1-*; do
+for run in "$OUT"/ft-* "$OUT"/scratch-l1-*; do
     [ -f "$run/model/config.json" ] || continue
     arm=$(basename "$run")
+    [ -f "$OUT/$arm-vs-shipped-n$NODES.json" ] && continue  # done (an SPRT may have stopped it)
     games=(--sprt 0,10 --games "$MAX_GAMES")
     [[ $arm == scratch-* ]] && games=(--games "$SCRATCH_GAMES")
     "${LC[@]}" match "ab:eval=$run/model,name=$arm" "ab:eval=$SHIPPED,name=shipped" "${games[@]}" \

@@ -118,3 +118,36 @@ def test_static_labels_feed_the_feature_cache(tmp_path: Path) -> None:
             assert cache.score[i] == pytest.approx(-float(cp) if black else float(cp))
     with pytest.raises(Exception, match="does not exist"):
         label_static(DistilConfig(sources=(tmp_path / "missing.csv",), out=out, progress=False))
+
+
+def test_label_static_reads_selfplay_records(tmp_path: Path) -> None:
+    """`data selfplay` .bin files (or a directory of them) are sources: each record's position,
+    relabelled by Stockfish, the record's own score not kept."""
+    from latentchess.data.packed_sfen import encode_score, pack_record, write_records
+
+    fens = _positions(tmp_path / "positions.csv.gz", count=30, seed=5)
+    records = []
+    for fen in fens:
+        board = chess.Board(fen)
+        if board.is_game_over():
+            continue
+        records.append(pack_record(board, encode_score(12345), next(iter(board.legal_moves)), 0))
+    games = tmp_path / "games"
+    games.mkdir()
+    write_records(games / "selfplay-s0of1.bin", records)
+    from_file = tmp_path / "from-file"
+    keep_all = DistilConfig(
+        sources=(games / "selfplay-s0of1.bin",), out=from_file, progress=False, random_plies=(1.0,)
+    )
+    counts = label_static(keep_all)
+    assert counts["kept"] + counts["not_quiet"] == len(records) and counts["kept"] > 5
+    rows = _read_parts(from_file)
+    wanted = {" ".join(fen.split()[:2]) for fen in fens}  # placement and side to move
+    assert {" ".join(row[0].split()[:2]) for row in rows} <= wanted  # the records' own positions
+    assert all(row[1] != "12345" for row in rows)  # Stockfish's label, not the record's score
+    from_dir = tmp_path / "from-dir"
+    label_static(DistilConfig(sources=(games,), out=from_dir, progress=False, random_plies=(1.0,)))
+    assert _read_parts(from_dir) == rows
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(Exception, match=r"holds no \.bin files"):
+        label_static(DistilConfig(sources=(tmp_path / "empty",), out=tmp_path / "none"))

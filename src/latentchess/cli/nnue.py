@@ -39,11 +39,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     s = sub.add_parser(
         "label-static",
         help="label positions with Stockfish's static evaluation (fast NNUE training data)",
-        description="Read FENs (first CSV column) from the sources, play 0-2 random legal moves "
-        "from each, keep the quiet results and write them with Stockfish's static 'eval' as "
-        "labelled CSV parts (depth 0, no best move). Resumable; --shard I/N splits the work.",
+        description="Read FENs (first CSV column, or the positions of `data selfplay` .bin "
+        "records) from the sources, play 0-2 random legal moves from each, keep the quiet "
+        "results and write them with Stockfish's static 'eval' as labelled CSV parts (depth 0, "
+        "no best move). Resumable; --shard I/N splits the work.",
     )
-    s.add_argument("sources", type=Path, nargs="+", metavar="CSV", help="position sources")
+    s.add_argument(
+        "sources",
+        type=Path,
+        nargs="+",
+        metavar="SOURCE",
+        help="position sources: labelled CSV (.csv, .csv.gz), self-play .bin, or a directory "
+        "of .bin files",
+    )
     s.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
     s.add_argument("--stockfish", default="/usr/games/stockfish", help="Stockfish binary")
     s.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N", help="default 0/1")

@@ -13,6 +13,10 @@ multipv_gap_cp``, no header) with ``depth`` 0 and ``best_move`` empty, written a
 ``chunk`` input positions each (``part-NNNNNN.csv.gz``, atomic); a killed run resumes at the first
 missing part. ``--shard I/N`` takes every N-th chunk, so N processes (or machines) split the work.
 
+Sources are labelled CSVs or the engine's own ``data selfplay`` records (``.bin`` files, or a
+directory of them): their positions, relabelled by Stockfish (the records' scores and results are
+not used).
+
 Kept positions are quiet: the side to move is not in check and has no capture that wins material
 by static exchange (the thesis filters captures and checks for the same reason).
 """
@@ -137,10 +141,24 @@ class StaticEvaluator:
 
 
 def iter_fens(sources: tuple[Path, ...]) -> Iterator[tuple[Path, int, str]]:
-    """(file, line number, FEN) of every row of the sources (first comma-separated field)."""
+    """(file, line or record number, FEN) of every position of the sources: the first
+    comma-separated field of a labelled CSV (gzip or not), or the position of each record of a
+    ``data selfplay`` ``.bin`` file (numbered from 1 like lines)."""
+    from latentchess.data.packed_sfen import bin_files, read_records
+
     for path in sources:
         if not path.exists():
             raise LatentChessError(f"position source {str(path)!r} does not exist")
+        if path.suffix == ".bin":
+            for number, record in read_records(path):
+                yield path, number + 1, record.board().fen()
+            continue
+        if path.is_dir():
+            files = bin_files(path)
+            if not files:
+                raise LatentChessError(f"position source {str(path)!r} holds no .bin files")
+            yield from iter_fens(tuple(files))
+            continue
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
             for number, line in enumerate(handle, start=1):
