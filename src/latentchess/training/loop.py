@@ -229,7 +229,12 @@ def run_objective(
         torch.set_num_threads(threads)
     ctx = init_distributed(device)
     try:
-        return _Loop(settings, build(ctx), ctx, optimizer).execute(on_step)
+        result = _Loop(settings, build(ctx), ctx, optimizer).execute(on_step)
+        # Every rank past its last collective before the group is torn down: a rank that
+        # destroys a gloo group while its peer still talks to it can abort ("terminate called
+        # without an active exception"), seen once in a two-process test run.
+        ctx.barrier()
+        return result
     finally:
         ctx.close()
 
