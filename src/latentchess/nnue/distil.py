@@ -151,7 +151,7 @@ def iter_fens(sources: tuple[Path, ...]) -> Iterator[tuple[Path, int, str]]:
             raise LatentChessError(f"position source {str(path)!r} does not exist")
         if path.suffix == ".bin":
             for number, record in read_records(path):
-                yield path, number + 1, record.board().fen()
+                yield path, number + 1, record.fen
             continue
         if path.is_dir():
             files = bin_files(path)
