@@ -11,62 +11,72 @@
 #
 # SELFPLAY_BIN: a .bin of `latentchess data selfplay` (a copy cut to whole records, so a run
 # still writing the file can go on). Rerunning resumes: finished arms are skipped, trainings
-# resume from their checkpoints and matches from their PGNs. Knobs: FT_ARMS (LAMBDA:LR:STEPS
-# each; "1:5e-4:500 0.75:5e-4:1500 1:1e-4:500"), SF_ARMS (LR:STEPS each, on Stockfish's static
-# labels of the same positions; "1e-4:500 5e-4:500"), L1S ("128 256 512"), SCRATCH_LAMBDA (1),
-# SCRATCH_MINUTES (6), NODES (20000), MAX_GAMES (400), SCRATCH_GAMES (60).
+# resume from their checkpoints and matches from their PGNs. Knobs (an empty list skips its part):
+# FT_ARMS (LAMBDA:LR:STEPS each; "1:5e-4:500 0.75:5e-4:1500 1:1e-4:500"), SF_ARMS (LR:STEPS
+# each, on Stockfish's static labels of the same positions; "1e-4:500 5e-4:500"), L1S ("128 256
+# 512"), SCRATCH_LAMBDA (1), SCRATCH_MINUTES (6), NODES (20000), MAX_GAMES (400), SCRATCH_GAMES
+# (60), LABEL_SHARDS (Stockfish labelling processes at once; 1), MATCHES (0: stop after the loss
+# table; 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$1
 OUT=$2
-FT_ARMS=${FT_ARMS:-"1:5e-4:500 0.75:5e-4:1500 1:1e-4:500"}
-SF_ARMS=${SF_ARMS:-"1e-4:500 5e-4:500"}
-L1S=${L1S:-"128 256 512"}
+FT_ARMS=${FT_ARMS-"1:5e-4:500 0.75:5e-4:1500 1:1e-4:500"}
+SF_ARMS=${SF_ARMS-"1e-4:500 5e-4:500"}
+L1S=${L1S-"128 256 512"}
 SCRATCH_LAMBDA=${SCRATCH_LAMBDA:-1}
 SCRATCH_MINUTES=${SCRATCH_MINUTES:-6}
 NODES=${NODES:-20000}
 MAX_GAMES=${MAX_GAMES:-400}
 SCRATCH_GAMES=${SCRATCH_GAMES:-60}
+LABEL_SHARDS=${LABEL_SHARDS:-1}
+MATCHES=${MATCHES:-1}
 LC=(.venv/bin/python -m latentchess)
 SHIPPED=src/latentchess/weights/nnue-default
 mkdir -p "$OUT"
 
-# Fine-tuning: the shipped recipe's optimiser at a lower rate, decayed by 0.9 per 10 M samples;
-# every arm shares the data, split and seed.
+# Every training: the shipped recipe's optimiser and architecture (L2 32, PSQT), the rate decayed
+# by 0.9 per 10 M samples; every arm shares the data, split and seed. RUN then its own flags.
+train() {
+    local run=$1
+    shift
+    "${LC[@]}" train nnue --out "$run" "$@" --l2 32 --psqt --dense-lr-scale 0.1 --gamma 0.9 \
+        --epoch-positions 10000000 --threads 1 --eval-every 100 --checkpoint-every 100 \
+        --log-every 50 --no-progress > "$run.log" 2>&1
+}
+
+# Fine-tuning the shipped network at a lower rate.
 for arm in $FT_ARMS; do
     IFS=: read -r lam lr steps <<< "$arm"
     run="$OUT/ft-l$lam-lr$lr-s$steps"
     [ -f "$run/model/config.json" ] && continue
-    "${LC[@]}" train nnue --data "$BIN" --out "$run" --cache "$OUT/cache" --init "$SHIPPED" \
-        --lambda "$lam" --l1 256 --l2 32 --psqt --lr "$lr" --dense-lr-scale 0.1 --gamma 0.9 \
-        --epoch-positions 10000000 --steps "$steps" --threads 1 --eval-every 100 \
-        --checkpoint-every 100 --log-every 50 --no-progress > "$run.log" 2>&1
+    train "$run" --data "$BIN" --cache "$OUT/cache" --init "$SHIPPED" --lambda "$lam" --l1 256 \
+        --lr "$lr" --steps "$steps"
 done
 
 # The same positions, Stockfish's static evaluation as the label (the shipped network's teacher):
 # does the loss come from the positions or from the engine's own scores?
 if [ -n "$SF_ARMS" ]; then
-    "${LC[@]}" nnue label-static "$BIN" --out "$OUT/static" --random-plies 1 --no-progress
+    for ((shard = 0; shard < LABEL_SHARDS; shard++)); do
+        "${LC[@]}" nnue label-static "$BIN" --out "$OUT/static" --random-plies 1 \
+            --shard "$shard/$LABEL_SHARDS" --no-progress &
+    done
+    wait
 fi
 for arm in $SF_ARMS; do
     IFS=: read -r lr steps <<< "$arm"
     run="$OUT/ft-sf-lr$lr-s$steps"
     [ -f "$run/model/config.json" ] && continue
-    "${LC[@]}" train nnue --data "$OUT/static" --out "$run" --cache "$OUT/cache-static" \
-        --init "$SHIPPED" --l1 256 --l2 32 --psqt --lr "$lr" --dense-lr-scale 0.1 --gamma 0.9 \
-        --epoch-positions 10000000 --steps "$steps" --threads 1 --eval-every 100 \
-        --checkpoint-every 100 --log-every 50 --no-progress > "$run.log" 2>&1
+    train "$run" --data "$OUT/static" --cache "$OUT/cache-static" --init "$SHIPPED" --l1 256 \
+        --lr "$lr" --steps "$steps"
 done
 
 # From scratch, equal minutes: which accumulator width does this budget favour?
 for l1 in $L1S; do
     run="$OUT/scratch-l1-$l1"
     [ -f "$run/model/config.json" ] && continue
-    "${LC[@]}" train nnue --data "$BIN" --out "$run" --cache "$OUT/cache" \
-        --lambda "$SCRATCH_LAMBDA" \
-        --l1 "$l1" --l2 32 --psqt --lr 2e-3 --dense-lr-scale 0.1 --gamma 0.9 \
-        --epoch-positions 10000000 --steps 1000000 --max-minutes "$SCRATCH_MINUTES" --threads 1 \
-        --eval-every 100 --checkpoint-every 100 --log-every 50 --no-progress > "$run.log" 2>&1
+    train "$run" --data "$BIN" --cache "$OUT/cache" --lambda "$SCRATCH_LAMBDA" --l1 "$l1" \
+        --lr 2e-3 --steps 1000000 --max-minutes "$SCRATCH_MINUTES"
 done
 
 evals=(--eval "nnue:$SHIPPED")
@@ -81,6 +91,7 @@ if [ ! -f "$OUT/evalloss.json" ] || [ -n "$newer" ]; then
     mv "$OUT/evalloss.json.tmp" "$OUT/evalloss.json"
 fi
 
+[ "$MATCHES" = 1 ] || exit 0
 for run in "$OUT"/ft-* "$OUT"/scratch-l1-*; do
     [ -f "$run/model/config.json" ] || continue
     arm=$(basename "$run")

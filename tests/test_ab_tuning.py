@@ -63,6 +63,33 @@ def test_bad_values_are_refused_and_change_nothing() -> None:
         engine._engine.parameters = {"null_move_depth_divisor": 0}
 
 
+def test_time_parameters_set_the_plan_and_the_iterations() -> None:
+    """``time_moves_to_go`` sets the budget (the engine's own budget and its search's agree);
+    ``time_iteration_percent`` decides how far into it new iterations start."""
+    clock = chess.engine.Limit(white_clock=20.0, black_clock=20.0, white_inc=0.1, black_inc=0.1)
+    board = chess.Board()
+    default = AlphaBetaEngine(AlphaBetaConfig(evaluator="hce", hash_mb=4))
+    shorter = AlphaBetaEngine(
+        AlphaBetaConfig(evaluator="hce", hash_mb=4, search_parameters={"time_moves_to_go": 10})
+    )
+    plan = default.time_budget(clock, board.turn)
+    short_plan = shorter.time_budget(clock, board.turn)
+    assert plan is not None and short_plan is not None
+    assert short_plan.soft > plan.soft * 1.7  # half the moves: nearly twice the budget
+    outcome = shorter.search(board, chess.engine.Limit(**{**clock.__dict__, "depth": 1}))
+    assert outcome.soft_s == pytest.approx(short_plan.soft, abs=0.002)
+
+    def searched(percent: int) -> int:
+        engine = AlphaBeta("hce", hash_mb=4, parameters={"time_iteration_percent": percent})
+        return engine.search(chess.Board(MIDDLEGAME), clock).nodes
+
+    # The same iterations up to the earlier cut-off, then more: a quarter of the budget against
+    # all of it (a 4x margin for the machine's timing noise).
+    assert searched(100) > searched(25)
+    with pytest.raises(EngineError, match="time_iteration_percent"):
+        AlphaBeta("hce", hash_mb=4, parameters={"time_iteration_percent": 101})
+
+
 def test_threads_keep_the_parameters() -> None:
     engine = AlphaBeta("hce", hash_mb=4, threads=3, parameters={"futility_base": 120})
     engine.threads = 1

@@ -116,6 +116,8 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("time_unstable_percent", 150, 100, 250, 8, "time factor, new best move (%)"),
     _parameter("time_score_drop_percent", 140, 100, 250, 8, "time factor, falling score (%)"),
     _parameter("time_score_drop", 30, 10, 80, 4, "fall in score (cp) that asks for time"),
+    _parameter("time_moves_to_go", 20, 8, 40, 2, "moves a sudden-death clock is planned over"),
+    _parameter("time_iteration_percent", 50, 25, 100, 5, "no new iteration past this % of budget"),
 )
 """The search's tunable constants in ``SearchParameters`` order (core/cpp/search_parameters.h),
 with the ranges and SPSA step sizes ``latentchess tune spsa`` uses. The defaults must equal the
@@ -320,11 +322,17 @@ def _limits(
 
 
 def time_budget_ms(
-    limit: chess.engine.Limit, turn: chess.Color, *, move_overhead_ms: int = 30
+    limit: chess.engine.Limit,
+    turn: chess.Color,
+    *,
+    move_overhead_ms: int = 30,
+    parameters: Mapping[str, int] | None = None,
 ) -> tuple[int, int]:
-    """``(soft, hard)`` milliseconds the native time manager gives a move (-1: no limit)."""
+    """``(soft, hard)`` milliseconds the native time manager gives a move (-1: no limit), with
+    the search parameters ``parameters`` changes (``time_moves_to_go``)."""
     soft, hard = _native().time_budget(
-        _limits(turn, limit, move_overhead_ms=move_overhead_ms, spent_s=0.0)
+        _limits(turn, limit, move_overhead_ms=move_overhead_ms, spent_s=0.0),
+        dict(check_search_parameters(parameters or {})),
     )
     return int(soft), int(hard)
 

@@ -355,9 +355,11 @@ class AlphaBetaEngine(Engine):
     def time_budget(
         self, limit: chess.engine.Limit, turn: chess.Color, *, move_overhead_ms: int | None = None
     ) -> TimeBudget | None:
-        """The native time manager's budget with this engine's move overhead."""
+        """The native time manager's budget with this engine's move overhead and parameters."""
         overhead = self.config.move_overhead_ms if move_overhead_ms is None else move_overhead_ms
-        return native_time_budget(limit, turn, move_overhead_ms=overhead)
+        return native_time_budget(
+            limit, turn, move_overhead_ms=overhead, parameters=self.config.search_parameters
+        )
 
     def wdl_model(self) -> WdlModel | None:
         """The network's WDL model (``wdl.json`` beside an NNUE, fitted to this engine's own

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -266,12 +266,19 @@ def button(name: str, on_press: Callable[[], None]) -> EngineOption:
 
 
 def native_time_budget(
-    limit: chess.engine.Limit, turn: chess.Color, *, move_overhead_ms: int
+    limit: chess.engine.Limit,
+    turn: chess.Color,
+    *,
+    move_overhead_ms: int,
+    parameters: Mapping[str, int] | None = None,
 ) -> TimeBudget | None:
-    """The native core's time manager (``core/cpp/timeman.cpp``) for ``limit``; None: no time."""
+    """The native core's time manager (``core/cpp/timeman.cpp``) for ``limit``, with the search
+    parameters ``parameters`` changes; None: no time."""
     from latentchess.core.alphabeta import time_budget_ms
 
-    soft_ms, hard_ms = time_budget_ms(limit, turn, move_overhead_ms=move_overhead_ms)
+    soft_ms, hard_ms = time_budget_ms(
+        limit, turn, move_overhead_ms=move_overhead_ms, parameters=parameters
+    )
     if hard_ms < 0:
         return None
     return TimeBudget(max(soft_ms, 0) / 1000.0, hard_ms / 1000.0)

@@ -80,7 +80,7 @@ Search::Search(const Position& root, TranspositionTable& table, Evaluator& evalu
       evaluator_(evaluator),
       limits_(limits),
       parameters_(parameters),
-      time_(limits, start),
+      time_(limits, start, parameters),
       stop_requested_(stop_requested),
       poll_(std::move(poll)),
       history_(history),

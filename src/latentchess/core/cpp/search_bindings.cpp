@@ -106,6 +106,8 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"time_unstable_percent", &SearchParameters::time_unstable_percent},
       {"time_score_drop_percent", &SearchParameters::time_score_drop_percent},
       {"time_score_drop", &SearchParameters::time_score_drop},
+      {"time_moves_to_go", &SearchParameters::time_moves_to_go},
+      {"time_iteration_percent", &SearchParameters::time_iteration_percent},
   };
   return fields;
 }
@@ -332,12 +334,14 @@ void bind_search(py::module_& module) {
       "Whether the static exchange after a legal move gains at least `threshold` centipawns.");
   module.def(
       "time_budget",
-      [](const SearchLimits& limits) {
-        const TimeManager manager(limits, TimeManager::Clock::now());
+      [](const SearchLimits& limits, const py::dict& parameters) {
+        const TimeManager manager(limits, TimeManager::Clock::now(),
+                                  parameters_from_dict(SearchParameters{}, parameters));
         return py::make_tuple(manager.soft_ms(), manager.hard_ms());
       },
-      py::arg("limits"),
-      "(soft_ms, hard_ms) the time manager gives a search under these limits (-1: no limit).");
+      py::arg("limits"), py::arg("parameters") = py::dict(),
+      "(soft_ms, hard_ms) the time manager gives a search under these limits (-1: no limit), "
+      "with the search parameters `parameters` changes from their defaults.");
 }
 
 }  // namespace latentchess::core

@@ -66,6 +66,11 @@ struct SearchParameters {
   int time_score_drop_percent = 140;
   // Time: the fall in score (centipawns) that asks for more time.
   int time_score_drop = 30;
+  // Time: the moves a sudden-death clock is planned over (timeman.cpp; movestogo caps it).
+  int time_moves_to_go = 20;
+  // Time: no new iteration starts past this share of the move's budget, in hundredths (before
+  // the stability factors above scale it).
+  int time_iteration_percent = 50;
 
   // Throws std::invalid_argument naming the first field out of its range.
   void validate() const {
@@ -93,6 +98,9 @@ struct SearchParameters {
     at_most("history_bonus_max", history_bonus_max, 16384);  // the histories' gravity bound
     at_least("time_unstable_percent", time_unstable_percent, 1);
     at_least("time_score_drop_percent", time_score_drop_percent, 1);
+    at_least("time_moves_to_go", time_moves_to_go, 1);
+    at_least("time_iteration_percent", time_iteration_percent, 1);
+    at_most("time_iteration_percent", time_iteration_percent, 100);
   }
 };
 

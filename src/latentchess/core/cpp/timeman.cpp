@@ -2,7 +2,8 @@
 //
 // Invariants:
 // - Clocked search: the budget for this move is the clock shared over the moves still to play
-//   (moves-to-go, else 20), plus most of the increment; the hard limit allows up to 4x that when
+//   (moves-to-go, else the time_moves_to_go parameter: 20), plus most of the increment; no new
+//   iteration starts past time_iteration_percent (50) of it; the hard limit allows up to 4x that when
 //   an iteration runs long but never more than a third of what is left beyond the overhead.
 // - A reserve of kReserveOverheads move overheads (300 ms at the default 30 ms; none when the
 //   move overhead is 0 or the next move refills the clock) is kept off the plan: once the clock
@@ -14,7 +15,8 @@
 
 namespace latentchess::core {
 
-TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start)
+TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start,
+                         const SearchParameters& parameters)
     : start_(start - std::chrono::milliseconds(std::max<std::int64_t>(0, limits.spent_ms))) {
   if (limits.infinite) return;
   const std::int64_t overhead = std::max(0, limits.move_overhead_ms);
@@ -25,7 +27,8 @@ TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start)
   }
   if (limits.time_left_ms >= 0) {
     const std::int64_t usable = std::max<std::int64_t>(1, limits.time_left_ms - overhead);
-    const int moves = limits.moves_to_go > 0 ? std::min(limits.moves_to_go, 50) : 20;
+    const int horizon = std::max(1, parameters.time_moves_to_go);
+    const int moves = limits.moves_to_go > 0 ? std::min(limits.moves_to_go, 50) : horizon;
     const std::int64_t increment_share = limits.increment_ms * 3 / 4;
     // The reserve: clock the budget never plans to spend, so that a stall of the machine (a busy
     // core, a slow pipe) lands in it instead of past the flag. Below it the budget shrinks with
@@ -48,7 +51,9 @@ TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start)
     const std::int64_t soft = std::clamp<std::int64_t>(budget, 1, hard);
     hard_ms_ = hard_ms_ >= 0 ? std::min(hard_ms_, hard) : hard;
     soft_ms_ = soft_ms_ >= 0 ? std::min(soft_ms_, soft) : soft;
-    iteration_ms_ = iteration_ms_ >= 0 ? std::min(iteration_ms_, soft / 2) : soft / 2;
+    const std::int64_t share = std::max<std::int64_t>(
+        1, soft * std::clamp(parameters.time_iteration_percent, 1, 100) / 100);
+    iteration_ms_ = iteration_ms_ >= 0 ? std::min(iteration_ms_, share) : share;
     if (limits.movetime_ms < 0) base_iteration_ms_ = iteration_ms_;
   }
 }

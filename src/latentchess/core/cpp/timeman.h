@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "search_parameters.h"
 #include "types.h"
 
 namespace latentchess::core {
@@ -54,12 +55,14 @@ class TimeManager {
  public:
   using Clock = std::chrono::steady_clock;
 
-  TimeManager(const SearchLimits& limits, Clock::time_point start);
+  // `parameters`: the plan's horizon and iteration share (time_moves_to_go, time_iteration_percent).
+  TimeManager(const SearchLimits& limits, Clock::time_point start,
+              const SearchParameters& parameters = SearchParameters{});
 
   std::int64_t elapsed_ms() const;
   bool has_deadline() const { return hard_ms_ >= 0; }
   bool past_hard_limit() const { return hard_ms_ >= 0 && elapsed_ms() >= hard_ms_; }
-  // Whether another iteration should start (one that starts past half the target rarely ends
+  // Whether another iteration should start (one that starts late in the budget rarely ends
   // before it; a fixed move time is used in full).
   bool may_start_iteration() const {
     return iteration_ms_ < 0 || elapsed_ms() < iteration_ms_;
@@ -81,7 +84,7 @@ class TimeManager {
   std::int64_t soft_ms_ = -1;
   std::int64_t hard_ms_ = -1;
   std::int64_t iteration_ms_ = -1;
-  std::int64_t base_iteration_ms_ = -1;  // clocked searches: soft / 2 before scaling
+  std::int64_t base_iteration_ms_ = -1;  // clocked searches: the iteration share before scaling
 };
 
 }  // namespace latentchess::core
