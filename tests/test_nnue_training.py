@@ -10,6 +10,7 @@ import math
 import os
 import random
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from latentchess.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, sa
 from latentchess.training.curves import read_metrics
 from latentchess.training.nnue import (
     NnueTrainConfig,
+    command_line,
     epoch_boundary,
     parameter_groups,
     pqr_loss,
@@ -360,3 +362,11 @@ def test_train_nnue_command_and_its_old_spelling(
         assert (deprecated in captured.err) == (name == "old")
     assert outputs[0]["step"] == 2 and outputs[0]["stop"] == "completed"
     assert outputs[0]["val_loss"] == outputs[1]["val_loss"]
+
+
+def test_the_recorded_command_is_the_one_a_user_types(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m latentchess`` puts the absolute path of ``__main__.py`` in argv[0]; a model's
+    provenance records ``latentchess`` instead, with the arguments shell-quoted."""
+    argv = ["/somewhere/src/latentchess/__main__.py", "train", "nnue", "--out", "runs/a b"]
+    monkeypatch.setattr(sys, "argv", argv)
+    assert command_line() == "latentchess train nnue --out 'runs/a b'"

@@ -298,5 +298,6 @@ def export_checkpoint(run: str | Path, model_dir: str | Path | None = None) -> P
 
 
 def command_line() -> str:
-    """The current process's command line, for the model's provenance."""
-    return shlex.join(sys.argv)
+    """The current process's command as a user would retype it, for the model's provenance:
+    ``latentchess`` and the arguments (not the absolute path of the script that started it)."""
+    return shlex.join(["latentchess", *sys.argv[1:]])
