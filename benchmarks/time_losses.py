@@ -20,8 +20,9 @@ GUI sees) and the clock after the increment (``%clk``, floored at zero by the ma
 Writes ``NAME.json`` (``--name``, default ``time_losses``): counts, the distributions' median,
 p90, p99 and max, the lowest clock, the terminations, the flagging moves (from the games'
 ``TerminationDetails``: a flagging move is not in the move list), the load average when given a
-log of ``EPOCH LOAD1 LOAD5 LOAD15`` lines; and ``NAME.png`` (histograms of ``spent`` and
-``overshoot``).
+log of ``EPOCH LOAD1 LOAD5 LOAD15`` lines, and per engine its time per move and the clock it had
+left when each game ended (``by_player``: how two time managers spend the same clock); and
+``NAME.png`` (histograms of ``spent`` and ``overshoot``).
 """
 
 from __future__ import annotations
@@ -199,7 +200,31 @@ def summarise(
         "games_with_a_move_overrunning_clock": len({m.round for m in overran}),
         "moves_with_under_50ms_left": sum(m.left < 0.050 for m in moves),
         "load_average_1min": load,
+        "by_player": _by_player(moves),
     }
+
+
+def _by_player(moves: list[MoveTime]) -> dict[str, dict[str, object]]:
+    """Per engine: its moves' time (mean and quantiles) and the clock it had left after its
+    last move of each game (median and least), to compare how two engines spend a clock."""
+    out: dict[str, dict[str, object]] = {}
+    for player in sorted({m.player for m in moves}):
+        own = [m for m in moves if m.player == player]
+        last: dict[int, MoveTime] = {}
+        for m in own:  # moves are in game order
+            last[m.round] = m
+        at_end = [m.left for m in last.values()]
+        out[player] = {
+            "moves": len(own),
+            "spent_s_mean": round(statistics.fmean(m.spent for m in own), 4),
+            "spent_s": _quantiles([m.spent for m in own]),
+            "spent_s_mean_first_40_plies": round(
+                statistics.fmean([m.spent for m in own if m.ply <= 40] or [0.0]), 4
+            ),
+            "clock_left_at_game_end_s": _quantiles(at_end),
+            "clock_left_at_game_end_s_mean": round(statistics.fmean(at_end), 3),
+        }
+    return out
 
 
 def _plot(moves: list[MoveTime], out: Path, title: str) -> None:
