@@ -57,11 +57,13 @@ done
 # The same positions, Stockfish's static evaluation as the label (the shipped network's teacher):
 # does the loss come from the positions or from the engine's own scores?
 if [ -n "$SF_ARMS" ]; then
+    pids=()
     for ((shard = 0; shard < LABEL_SHARDS; shard++)); do
         "${LC[@]}" nnue label-static "$BIN" --out "$OUT/static" --random-plies 1 \
             --shard "$shard/$LABEL_SHARDS" --no-progress &
+        pids+=($!)
     done
-    wait
+    for pid in "${pids[@]}"; do wait "$pid"; done  # a failed shard fails the script (set -e)
 fi
 for arm in $SF_ARMS; do
     IFS=: read -r lr steps <<< "$arm"

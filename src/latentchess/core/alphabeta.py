@@ -332,7 +332,7 @@ def time_budget_ms(
     the search parameters ``parameters`` changes (``time_moves_to_go``)."""
     soft, hard = _native().time_budget(
         _limits(turn, limit, move_overhead_ms=move_overhead_ms, spent_s=0.0),
-        dict(check_search_parameters(parameters or {})),
+        check_search_parameters(parameters or {}),
     )
     return int(soft), int(hard)
 

@@ -2,9 +2,10 @@
 //
 // Invariants:
 // - Clocked search: the budget for this move is the clock shared over the moves still to play
-//   (moves-to-go, else the time_moves_to_go parameter: 20), plus most of the increment; no new
-//   iteration starts past time_iteration_percent (50) of it; the hard limit allows up to 4x that when
-//   an iteration runs long but never more than a third of what is left beyond the overhead.
+//   (moves-to-go, else the time_moves_to_go parameter: 20), plus most of the increment; the hard
+//   limit allows up to 4x the budget when an iteration runs long but never more than a third of
+//   what is left beyond the overhead; no new iteration starts past time_iteration_percent (50) of
+//   the budget. The parameters arrive validated (SearchParameters::validate: both at least 1).
 // - A reserve of kReserveOverheads move overheads (300 ms at the default 30 ms; none when the
 //   move overhead is 0 or the next move refills the clock) is kept off the plan: once the clock
 //   falls into it, a move gets at most 3/4 of the increment scaled by how much of the reserve is
@@ -27,8 +28,8 @@ TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start,
   }
   if (limits.time_left_ms >= 0) {
     const std::int64_t usable = std::max<std::int64_t>(1, limits.time_left_ms - overhead);
-    const int horizon = std::max(1, parameters.time_moves_to_go);
-    const int moves = limits.moves_to_go > 0 ? std::min(limits.moves_to_go, 50) : horizon;
+    const int moves =
+        limits.moves_to_go > 0 ? std::min(limits.moves_to_go, 50) : parameters.time_moves_to_go;
     const std::int64_t increment_share = limits.increment_ms * 3 / 4;
     // The reserve: clock the budget never plans to spend, so that a stall of the machine (a busy
     // core, a slow pipe) lands in it instead of past the flag. Below it the budget shrinks with
@@ -51,8 +52,8 @@ TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start,
     const std::int64_t soft = std::clamp<std::int64_t>(budget, 1, hard);
     hard_ms_ = hard_ms_ >= 0 ? std::min(hard_ms_, hard) : hard;
     soft_ms_ = soft_ms_ >= 0 ? std::min(soft_ms_, soft) : soft;
-    const std::int64_t share = std::max<std::int64_t>(
-        1, soft * std::clamp(parameters.time_iteration_percent, 1, 100) / 100);
+    const std::int64_t share =
+        std::max<std::int64_t>(1, soft * parameters.time_iteration_percent / 100);
     iteration_ms_ = iteration_ms_ >= 0 ? std::min(iteration_ms_, share) : share;
     if (limits.movetime_ms < 0) base_iteration_ms_ = iteration_ms_;
   }

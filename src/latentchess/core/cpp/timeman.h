@@ -55,7 +55,8 @@ class TimeManager {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `parameters`: the plan's horizon and iteration share (time_moves_to_go, time_iteration_percent).
+  // `parameters` (validated): the plan's horizon and iteration share (time_moves_to_go,
+  // time_iteration_percent).
   TimeManager(const SearchLimits& limits, Clock::time_point start,
               const SearchParameters& parameters = SearchParameters{});
 
