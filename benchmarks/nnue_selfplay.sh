@@ -15,8 +15,9 @@
 # FT_ARMS (LAMBDA:LR:STEPS each; "1:5e-4:500 0.75:5e-4:1500 1:1e-4:500"), SF_ARMS (LR:STEPS
 # each, on Stockfish's static labels of the same positions; "1e-4:500 5e-4:500"), L1S ("128 256
 # 512"), SCRATCH_LAMBDA (1), SCRATCH_MINUTES (6), NODES (20000), MAX_GAMES (400), SCRATCH_GAMES
-# (60), LABEL_SHARDS (Stockfish labelling processes at once; 1), MATCHES (0: stop after the loss
-# table; 1).
+# (60), LABEL_SHARDS (Stockfish labelling processes at once; 1), SF_EXTRA_DATA (labelled
+# directories the SF arms also train on, such as an earlier round's OUT/static; none),
+# TRAIN_THREADS (1), MATCHES (0: stop after the loss table; 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$1
@@ -30,6 +31,8 @@ NODES=${NODES:-20000}
 MAX_GAMES=${MAX_GAMES:-400}
 SCRATCH_GAMES=${SCRATCH_GAMES:-60}
 LABEL_SHARDS=${LABEL_SHARDS:-1}
+SF_EXTRA_DATA=${SF_EXTRA_DATA-}
+TRAIN_THREADS=${TRAIN_THREADS:-1}
 MATCHES=${MATCHES:-1}
 LC=(.venv/bin/python -m latentchess)
 SHIPPED=src/latentchess/weights/nnue-default
@@ -41,7 +44,7 @@ train() {
     local run=$1
     shift
     "${LC[@]}" train nnue --out "$run" "$@" --l2 32 --psqt --dense-lr-scale 0.1 --gamma 0.9 \
-        --epoch-positions 10000000 --threads 1 --eval-every 100 --checkpoint-every 100 \
+        --epoch-positions 10000000 --threads "$TRAIN_THREADS" --eval-every 100 --checkpoint-every 100 \
         --log-every 50 --no-progress > "$run.log" 2>&1
 }
 
@@ -65,11 +68,13 @@ if [ -n "$SF_ARMS" ]; then
     done
     for pid in "${pids[@]}"; do wait "$pid"; done  # a failed shard fails the script (set -e)
 fi
+sf_data=(--data "$OUT/static")
+for extra in $SF_EXTRA_DATA; do sf_data+=(--data "$extra"); done
 for arm in $SF_ARMS; do
     IFS=: read -r lr steps <<< "$arm"
     run="$OUT/ft-sf-lr$lr-s$steps"
     [ -f "$run/model/config.json" ] && continue
-    train "$run" --data "$OUT/static" --cache "$OUT/cache-static" --init "$SHIPPED" --l1 256 \
+    train "$run" "${sf_data[@]}" --cache "$OUT/cache-static" --init "$SHIPPED" --l1 256 \
         --lr "$lr" --steps "$steps"
 done
 

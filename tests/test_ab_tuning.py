@@ -49,6 +49,20 @@ def test_explicit_defaults_leave_the_search_unchanged_and_a_change_changes_it() 
     assert _nodes(engine) == baseline
 
 
+def test_correction_history_changes_the_search_only_when_on_and_new_game_clears_it() -> None:
+    """Off by default (the bench above is unchanged); on, it corrects static evaluations from
+    what the search has found with the same pawns, so the tree changes, and a new game forgets
+    it: the same search after ``new_game`` visits the same nodes."""
+    off = _nodes(AlphaBeta("hce", hash_mb=4))
+    engine = AlphaBeta("hce", hash_mb=4, parameters={"correction_history_percent": 100})
+    on = _nodes(engine)
+    assert on != off
+    assert _nodes(engine) == on  # _nodes starts a new game: table and histories cleared
+    board = chess.Board(MIDDLEGAME)
+    result = engine.search(board, chess.engine.Limit(depth=8))
+    assert result.best_move in board.legal_moves
+
+
 def test_bad_values_are_refused_and_change_nothing() -> None:
     engine = AlphaBeta("hce", hash_mb=4, parameters={"aspiration_delta": 30})
     with pytest.raises(EngineError, match="unknown search parameter 'aspiration'"):

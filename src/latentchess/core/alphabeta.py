@@ -112,6 +112,7 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("history_bonus_per_depth_squared", 16, 4, 40, 2, "history bonus per ply^2"),
     _parameter("history_bonus_max", 1600, 400, 4000, 150, "largest history bonus"),
     _parameter("quiescence_delta_margin", 200, 50, 400, 15, "quiescence delta pruning (cp)"),
+    _parameter("correction_history_percent", 0, 0, 200, 10, "correction history's share (%)"),
     _parameter("aspiration_delta", 20, 8, 50, 2, "first aspiration half-width (cp)"),
     _parameter("time_unstable_percent", 150, 100, 250, 8, "time factor, new best move (%)"),
     _parameter("time_score_drop_percent", 140, 100, 250, 8, "time factor, falling score (%)"),

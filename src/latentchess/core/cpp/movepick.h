@@ -80,15 +80,55 @@ inline int history_slot(Color color, PieceType type, Square to) {
   return (static_cast<int>(color) * 6 + static_cast<int>(type) - 1) * 64 + static_cast<int>(to);
 }
 
-// What move ordering learns across the searches of one game: butterfly and continuation
-// histories and the counter-move table (the quiet reply that last refuted a move, by that move's
-// slot). Aged (halved) at each new search, cleared at a new game.
+// How far the search's results have stood from the static evaluation in positions with the same
+// pawns ("correction history", as in Stockfish and Ethereal): by side to move and a hash of the
+// two pawn bitboards, a running average of (search score - static evaluation), which the search
+// adds to later static evaluations of such positions. The average lives in 1/kGrain centipawns
+// and stays within +-kMaxCorrection centipawns; deeper results weigh more.
+class CorrectionHistory {
+ public:
+  static constexpr int kEntries = 16384;  // per side to move; a power of two
+  static constexpr int kGrain = 256;
+  static constexpr int kMaxCorrection = 256;  // centipawns
+
+  // The correction of `color`'s static evaluation, in centipawns.
+  int get(Color color, Bitboard white_pawns, Bitboard black_pawns) const {
+    return table_[color][index(white_pawns, black_pawns)] / kGrain;
+  }
+  // A node of `depth` with this static evaluation found `search_score` (neither a mate score nor
+  // a bound on the wrong side of the evaluation): move the average towards the difference.
+  void update(Color color, Bitboard white_pawns, Bitboard black_pawns, int difference,
+              int depth) {
+    int& entry = table_[color][index(white_pawns, black_pawns)];
+    const int target = std::clamp(difference, -kMaxCorrection, kMaxCorrection) * kGrain;
+    const int weight = std::min(depth + 1, 16);  // out of 256
+    entry = static_cast<int>((static_cast<std::int64_t>(entry) * (256 - weight) +
+                              static_cast<std::int64_t>(target) * weight) / 256);
+  }
+  void clear() { table_ = {}; }
+
+ private:
+  static int index(Bitboard white_pawns, Bitboard black_pawns) {
+    std::uint64_t hash = white_pawns * 0x9E3779B97F4A7C15ULL;
+    hash ^= (black_pawns + 0x632BE59BD9B4E019ULL) * 0xBF58476D1CE4E5B9ULL;
+    hash ^= hash >> 31;
+    return static_cast<int>((hash * 0x94D049BB133111EBULL) >> 50);  // 14 bits: kEntries
+  }
+
+  std::array<std::array<int, kEntries>, 2> table_{};
+};
+
+// What the search learns across the searches of one game: butterfly and continuation histories
+// and the counter-move table (the quiet reply that last refuted a move, by that move's slot) for
+// move ordering, and the correction history for the static evaluation. The move-ordering tables
+// are aged (halved) at each new search; everything is cleared at a new game.
 struct SearchHistory {
   SearchHistory() { counter_moves.fill(Move::none()); }
 
   HistoryTable butterfly;
   ContinuationHistory continuation;
   std::array<Move, ContinuationHistory::kSlots> counter_moves{};
+  CorrectionHistory correction;
 
   void age() {
     butterfly.halve();
@@ -98,6 +138,7 @@ struct SearchHistory {
     butterfly.clear();
     continuation.clear();
     counter_moves.fill(Move::none());
+    correction.clear();
   }
 };
 

@@ -15,6 +15,9 @@
 // - Pruning (null move, reverse futility, futility, late-move pruning, SEE pruning) never
 //   applies at PV nodes' first move, in check, or when a mate score is at stake. The singular
 //   extension's multi-cut (any node, depth >= 7, not the root) only uses non-mate table scores.
+// - The table keeps the evaluator's static evaluation; the search uses it plus the correction
+//   history's share (correction_history_percent, 0: off), which only non-mate results of nodes
+//   not in check, with a quiet or no best move, update.
 #include "search.h"
 
 #include <algorithm>
@@ -423,6 +426,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   // score (which includes that move) may neither cut it off nor be overwritten by it.
   const Move excluded = plies_[ply].excluded;
   Move table_move = Move::none();
+  int raw_eval = 0;  // the evaluator's; the table keeps it (corrections change)
   int static_eval = -kInfinity;
   int eval = -kInfinity;
   bool improving = false;
@@ -447,10 +451,11 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
 
     if (in_check) {
       static_eval = -kInfinity;
-    } else if (entry.hit && std::abs(entry.static_eval) < kEvaluationBound) {
-      static_eval = entry.static_eval;
     } else {
-      static_eval = evaluator_.evaluate(position_);
+      raw_eval = entry.hit && std::abs(entry.static_eval) < kEvaluationBound
+                     ? entry.static_eval
+                     : evaluator_.evaluate(position_);
+      static_eval = corrected_evaluation(raw_eval);
     }
     plies_[ply].static_eval = static_eval;
     improving = !in_check && ply >= 2 && plies_[ply - 2].static_eval != -kInfinity &&
@@ -668,11 +673,29 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
                         : (pv_node && best > original_alpha) ? Bound::Exact
                                                              : Bound::Upper;
     if (excluded == Move::none()) {
-      table_.store(key, best_move, score_to_table(best, ply), in_check ? 0 : static_eval, depth,
+      table_.store(key, best_move, score_to_table(best, ply), in_check ? 0 : raw_eval, depth,
                    bound);
+      // Correction history: a quiet (or no) best move's result against the static evaluation,
+      // unless its bound lies on the evaluation's side and so says nothing about the gap.
+      if (!in_check && parameters_.correction_history_percent > 0 && !is_mate_score(best) &&
+          (best_move == Move::none() || !is_tactical(position_, best_move)) &&
+          !(bound == Bound::Lower && best <= static_eval) &&
+          !(bound == Bound::Upper && best >= static_eval)) {
+        history_.correction.update(us, position_.pieces(White, Pawn),
+                                   position_.pieces(Black, Pawn), best - raw_eval, depth);
+      }
     }
   }
   return best;
+}
+
+int Search::corrected_evaluation(int raw) const {
+  if (parameters_.correction_history_percent == 0) return raw;
+  const int correction = history_.correction.get(position_.side_to_move(),
+                                                 position_.pieces(White, Pawn),
+                                                 position_.pieces(Black, Pawn));
+  return std::clamp(raw + correction * parameters_.correction_history_percent / 100,
+                    -kEvaluationBound + 1, kEvaluationBound - 1);
 }
 
 int Search::quiescence(int alpha, int beta, int ply) {
@@ -696,11 +719,13 @@ int Search::quiescence(int alpha, int beta, int ply) {
 
   const bool in_check = position_.in_check();
   int best = -kInfinity;
+  int raw_eval = 0;
   int static_eval = -kInfinity;
   if (!in_check) {
-    static_eval = entry.hit && std::abs(entry.static_eval) < kEvaluationBound
-                      ? entry.static_eval
-                      : evaluator_.evaluate(position_);
+    raw_eval = entry.hit && std::abs(entry.static_eval) < kEvaluationBound
+                   ? entry.static_eval
+                   : evaluator_.evaluate(position_);
+    static_eval = corrected_evaluation(raw_eval);
     best = static_eval;
     if (best >= beta) return best;  // stand pat
     alpha = std::max(alpha, best);
@@ -751,7 +776,7 @@ int Search::quiescence(int alpha, int beta, int ply) {
   const Bound bound = best >= beta ? Bound::Lower
                       : (pv_node && best > original_alpha) ? Bound::Exact
                                                            : Bound::Upper;
-  table_.store(key, best_move, score_to_table(best, ply), in_check ? 0 : static_eval, 0, bound);
+  table_.store(key, best_move, score_to_table(best, ply), in_check ? 0 : raw_eval, 0, bound);
   return best;
 }
 

@@ -58,6 +58,9 @@ struct SearchParameters {
   int history_bonus_max = 1600;
   // Quiescence delta pruning: a capture that cannot lift eval + victim + margin to alpha.
   int quiescence_delta_margin = 200;
+  // Correction history: the share of its correction added to static evaluations, in hundredths
+  // (0: off).
+  int correction_history_percent = 0;
   // Aspiration window: the first half-width around the last score, in centipawns.
   int aspiration_delta = 20;
   // Time: iteration time factor when the best move just changed, in hundredths (1.5).
@@ -99,6 +102,8 @@ struct SearchParameters {
     at_least("time_unstable_percent", time_unstable_percent, 1);
     at_least("time_score_drop_percent", time_score_drop_percent, 1);
     at_least("time_moves_to_go", time_moves_to_go, 1);
+    at_least("correction_history_percent", correction_history_percent, 0);
+    at_most("correction_history_percent", correction_history_percent, 400);
     at_least("time_iteration_percent", time_iteration_percent, 1);
     at_most("time_iteration_percent", time_iteration_percent, 100);
   }
