@@ -452,9 +452,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     if (in_check) {
       static_eval = -kInfinity;
     } else {
-      raw_eval = entry.hit && std::abs(entry.static_eval) < kEvaluationBound
-                     ? entry.static_eval
-                     : evaluator_.evaluate(position_);
+      raw_eval = raw_evaluation(entry);
       static_eval = corrected_evaluation(raw_eval);
     }
     plies_[ply].static_eval = static_eval;
@@ -689,6 +687,12 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   return best;
 }
 
+int Search::raw_evaluation(const ProbeResult& entry) {
+  return entry.hit && std::abs(entry.static_eval) < kEvaluationBound
+             ? entry.static_eval
+             : evaluator_.evaluate(position_);
+}
+
 int Search::corrected_evaluation(int raw) const {
   if (parameters_.correction_history_percent == 0) return raw;
   const int correction = history_.correction.get(position_.side_to_move(),
@@ -722,9 +726,7 @@ int Search::quiescence(int alpha, int beta, int ply) {
   int raw_eval = 0;
   int static_eval = -kInfinity;
   if (!in_check) {
-    raw_eval = entry.hit && std::abs(entry.static_eval) < kEvaluationBound
-                   ? entry.static_eval
-                   : evaluator_.evaluate(position_);
+    raw_eval = raw_evaluation(entry);
     static_eval = corrected_evaluation(raw_eval);
     best = static_eval;
     if (best >= beta) return best;  // stand pat

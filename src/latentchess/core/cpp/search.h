@@ -147,6 +147,8 @@ class Search {
   template <NodeType node_type>
   int negamax(int alpha, int beta, int depth, int ply, bool cut_node);
   int quiescence(int alpha, int beta, int ply);
+  // The evaluator's static evaluation of the position: the table entry's when it holds one.
+  int raw_evaluation(const ProbeResult& entry);
   // The position's static evaluation `raw` plus the correction history's share for its pawns.
   int corrected_evaluation(int raw) const;
 
