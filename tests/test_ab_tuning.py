@@ -63,6 +63,20 @@ def test_correction_history_changes_the_search_only_when_on_and_new_game_clears_
     assert result.best_move in board.legal_moves
 
 
+def test_capture_history_reorders_captures_only_when_weighted() -> None:
+    """Off by default (a divisor of 0: the bench above is unchanged); with a divisor, captures
+    that cut off before rise in the order, so the same search visits other nodes, the same
+    number each time from a new game, and still returns a legal move."""
+    off = _nodes(AlphaBeta("hce", hash_mb=4))
+    engine = AlphaBeta("hce", hash_mb=4, parameters={"capture_history_divisor": 16})
+    on = _nodes(engine)
+    assert on != off
+    assert _nodes(engine) == on
+    board = chess.Board(MIDDLEGAME)
+    result = engine.search(board, chess.engine.Limit(depth=8))
+    assert result.best_move in board.legal_moves
+
+
 def test_bad_values_are_refused_and_change_nothing() -> None:
     engine = AlphaBeta("hce", hash_mb=4, parameters={"aspiration_delta": 30})
     with pytest.raises(EngineError, match="unknown search parameter 'aspiration'"):

@@ -112,13 +112,14 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("history_bonus_per_depth_squared", 16, 4, 40, 2, "history bonus per ply^2"),
     _parameter("history_bonus_max", 1600, 400, 4000, 150, "largest history bonus"),
     _parameter("quiescence_delta_margin", 200, 50, 400, 15, "quiescence delta pruning (cp)"),
+    _parameter("capture_history_divisor", 0, 0, 64, 4, "capture history's divisor (0: off)"),
     _parameter("correction_history_percent", 0, 0, 200, 10, "correction history's share (%)"),
     _parameter("aspiration_delta", 20, 8, 50, 2, "first aspiration half-width (cp)"),
     _parameter("time_unstable_percent", 150, 100, 250, 8, "time factor, new best move (%)"),
     _parameter("time_score_drop_percent", 140, 100, 250, 8, "time factor, falling score (%)"),
     _parameter("time_score_drop", 30, 10, 80, 4, "fall in score (cp) that asks for time"),
     _parameter("time_moves_to_go", 20, 8, 40, 2, "moves a sudden-death clock is planned over"),
-    _parameter("time_iteration_percent", 50, 25, 100, 5, "no new iteration past this % of budget"),
+    _parameter("time_iteration_percent", 70, 25, 100, 5, "no new iteration past this % of budget"),
 )
 """The search's tunable constants in ``SearchParameters`` order (core/cpp/search_parameters.h),
 with the ranges and SPSA step sizes ``latentchess tune spsa`` uses. The defaults must equal the

@@ -15,6 +15,12 @@ bool is_tactical(const Position& position, Move move) {
   return move.promotion() != NoPieceType || position.is_capture(move);
 }
 
+PieceType captured_type(const Position& position, Move move) {
+  const PieceType victim = position.piece_type_on(move.to());
+  if (victim != NoPieceType || move.promotion() != NoPieceType) return victim;
+  return Pawn;  // a capture onto an empty square: en passant
+}
+
 MovePicker::MovePicker(const Position& position, Kind kind, Move table_move,
                        const Move killers[2], const HistoryTable& history,
                        const std::vector<Move>* external_order,
@@ -36,11 +42,15 @@ MovePicker::MovePicker(const Position& position, Kind kind, Move table_move,
     if (move == table_move) {
       score = kTableMoveScore;
     } else if (is_tactical(position, move)) {
-      PieceType victim = position.piece_type_on(move.to());
-      if (victim == NoPieceType && move.promotion() == NoPieceType) victim = Pawn;  // en passant
+      const PieceType victim = captured_type(position, move);
       const PieceType attacker = position.piece_type_on(move.from());
-      const int order = 64 * kSeeValue[victim] / 100 + 8 * kSeeValue[move.promotion()] / 100 -
-                        static_cast<int>(attacker);
+      int order = 64 * kSeeValue[victim] / 100 + 8 * kSeeValue[move.promotion()] / 100 -
+                  static_cast<int>(attacker);
+      if (quiet_context != nullptr && quiet_context->captures != nullptr &&
+          quiet_context->capture_divisor > 0) {
+        order += quiet_context->captures->get(history_slot(us, attacker, move.to()), victim) /
+                 quiet_context->capture_divisor;
+      }
       score = (see_at_least(position, move, 0) ? kGoodCaptureScore : kBadCaptureScore) + order;
     } else if (killers != nullptr && move == killers[0]) {
       score = kKillerScore + 1;

@@ -2,7 +2,8 @@
 //
 // Invariants:
 // - Order: the transposition-table move, captures and promotions that do not lose material
-//   (by SEE; most valuable victim first, least valuable attacker next), the two killer moves,
+//   (by SEE; most valuable victim first, least valuable attacker next, shifted by the capture
+//   history when it is given a weight), the two killer moves,
 //   the counter-move, quiet moves by history (butterfly + continuation 1 and 2 plies back), then
 //   losing captures. With an external order (hybrid: the latent
 //   model's ranking of a node's children), the quiet moves it lists come right after the killers,
@@ -80,6 +81,33 @@ inline int history_slot(Color color, PieceType type, Square to) {
   return (static_cast<int>(color) * 6 + static_cast<int>(type) - 1) * 64 + static_cast<int>(to);
 }
 
+// History of captures and promotions that caused cut-offs ("capture history"), by the moving
+// piece and its destination (the continuation tables' slot) and the captured piece type
+// (NoPieceType for a promotion that captures nothing, Pawn for en passant).
+class CaptureHistory {
+ public:
+  static constexpr int kMax = 16384;
+
+  int get(int slot, PieceType captured) const { return table_[slot][captured]; }
+  // Gravity update, as HistoryTable::update.
+  void update(int slot, PieceType captured, int bonus) {
+    int& entry = table_[slot][captured];
+    entry += bonus - entry * (bonus < 0 ? -bonus : bonus) / kMax;
+  }
+  void clear() { table_ = {}; }
+  void halve() {
+    for (auto& by_captured : table_)
+      for (int& entry : by_captured) entry /= 2;
+  }
+
+ private:
+  std::array<std::array<int, 7>, 12 * 64> table_{};
+};
+
+// The piece type a tactical move takes: what stands on its destination, a pawn for en passant,
+// NoPieceType for a promotion that captures nothing.
+PieceType captured_type(const Position& position, Move move);
+
 // How far the search's results have stood from the static evaluation in positions with the same
 // pawns ("correction history", as in Stockfish and Ethereal): by side to move and a hash of the
 // two pawn bitboards, a running average of (search score - static evaluation), which the search
@@ -118,8 +146,8 @@ class CorrectionHistory {
   std::array<std::array<int, kEntries>, 2> table_{};
 };
 
-// What the search learns across the searches of one game: butterfly and continuation histories
-// and the counter-move table (the quiet reply that last refuted a move, by that move's slot) for
+// What the search learns across the searches of one game: butterfly, continuation and capture
+// histories and the counter-move table (the quiet reply that last refuted a move, by that move's slot) for
 // move ordering, and the correction history for the static evaluation. The move-ordering tables
 // are aged (halved) at each new search; everything is cleared at a new game.
 struct SearchHistory {
@@ -128,25 +156,32 @@ struct SearchHistory {
   HistoryTable butterfly;
   ContinuationHistory continuation;
   std::array<Move, ContinuationHistory::kSlots> counter_moves{};
+  CaptureHistory captures;
   CorrectionHistory correction;
 
   void age() {
     butterfly.halve();
     continuation.halve();
+    captures.halve();
   }
   void clear() {
     butterfly.clear();
     continuation.clear();
+    captures.clear();
     counter_moves.fill(Move::none());
     correction.clear();
   }
 };
 
-// The quiet-move context of one node: the rows of the continuation tables for the moves 1 and 2
-// plies back (nullptr: none, e.g. after a null move or at the root) and the counter-move.
+// The ordering context of one node beyond the butterfly table: the rows of the continuation
+// tables for the moves 1 and 2 plies back (nullptr: none, e.g. after a null move or at the root),
+// the counter-move, and the capture history with its weight (captures' order moves by
+// history / divisor; nullptr or a divisor of 0: captures by victim and attacker alone).
 struct QuietContext {
   const std::int16_t* continuation[2] = {nullptr, nullptr};
   Move counter_move = Move::none();
+  const CaptureHistory* captures = nullptr;
+  int capture_divisor = 0;
 };
 
 class MovePicker {

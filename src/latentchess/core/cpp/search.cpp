@@ -224,6 +224,19 @@ void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried
   if (previous[0] >= 0) history_.counter_moves[previous[0]] = best;
 }
 
+void Search::update_capture_stats(Move best, const Move* tried, int tried_count, int depth) {
+  if (parameters_.capture_history_divisor == 0) return;  // off: the table is never read
+  const int bonus = std::min(depth * depth * parameters_.history_bonus_per_depth_squared,
+                             parameters_.history_bonus_max);
+  const auto reward = [&](Move move, int amount) {
+    history_.captures.update(slot_of(move), captured_type(position_, move), amount);
+  };
+  if (best != Move::none()) reward(best, bonus);
+  for (int i = 0; i < tried_count; ++i) {
+    if (tried[i] != best) reward(tried[i], -bonus);
+  }
+}
+
 int Search::slot_of(Move move) const {
   return history_slot(position_.side_to_move(), position_.piece_type_on(move.from()), move.to());
 }
@@ -238,6 +251,8 @@ QuietContext Search::quiet_context(int ply) const {
   if (ply >= 1 && plies_[ply - 1].slot >= 0) {
     context.counter_move = history_.counter_moves[plies_[ply - 1].slot];
   }
+  context.captures = &history_.captures;
+  context.capture_divisor = parameters_.capture_history_divisor;
   return context;
 }
 
@@ -551,6 +566,8 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   Move best_move = Move::none();
   Move quiets_tried[64];
   int quiet_count = 0;
+  Move captures_tried[32];
+  int capture_count = 0;
   int quiets_pruned = 0;
   int move_number = 0;
   for (Move move = next_move(); move != Move::none(); move = next_move()) {
@@ -653,11 +670,16 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
           if (!root_node && quiet) {
             update_quiet_stats(ply, move, quiets_tried, quiet_count, depth);
           }
+          if (!root_node) {
+            update_capture_stats(quiet ? Move::none() : move, captures_tried, capture_count,
+                                 depth);
+          }
           break;
         }
       }
     }
     if (quiet && quiet_count < 64) quiets_tried[quiet_count++] = move;
+    if (tactical && capture_count < 32) captures_tried[capture_count++] = move;
   }
   if (best == -kInfinity) {
     // Every move was pruned (only possible with non-pawn material and a score in hand; keep it
@@ -739,8 +761,11 @@ int Search::quiescence(int alpha, int beta, int ply) {
     table_move = entry.move;
   }
   const Move no_killers[2] = {Move::none(), Move::none()};
+  QuietContext context;  // captures only: no continuation rows or counter-move here
+  context.captures = &history_.captures;
+  context.capture_divisor = parameters_.capture_history_divisor;
   MovePicker picker(position_, in_check ? MovePicker::Kind::All : MovePicker::Kind::Tactical,
-                    table_move, no_killers, history_.butterfly);
+                    table_move, no_killers, history_.butterfly, nullptr, &context);
   if (in_check && picker.size() == 0) return -kMate + ply;
 
   const int original_alpha = alpha;

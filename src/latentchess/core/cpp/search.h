@@ -168,6 +168,10 @@ class Search {
   void update_quiet_stats(int ply, Move best, const Move* tried, int tried_count, int depth);
   QuietContext quiet_context(int ply) const;
   int slot_of(Move move) const;
+  // A cut-off's capture statistics (when the capture history has a weight): the cutting
+  // capture (Move::none() when a quiet move cut) is rewarded, the captures tried before it
+  // penalised.
+  void update_capture_stats(Move best, const Move* tried, int tried_count, int depth);
   IterationReport report(int depth, int lines) const;
 
   Position position_;

@@ -102,6 +102,7 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"history_bonus_per_depth_squared", &SearchParameters::history_bonus_per_depth_squared},
       {"history_bonus_max", &SearchParameters::history_bonus_max},
       {"quiescence_delta_margin", &SearchParameters::quiescence_delta_margin},
+      {"capture_history_divisor", &SearchParameters::capture_history_divisor},
       {"correction_history_percent", &SearchParameters::correction_history_percent},
       {"aspiration_delta", &SearchParameters::aspiration_delta},
       {"time_unstable_percent", &SearchParameters::time_unstable_percent},

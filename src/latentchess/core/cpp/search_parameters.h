@@ -58,6 +58,9 @@ struct SearchParameters {
   int history_bonus_max = 1600;
   // Quiescence delta pruning: a capture that cannot lift eval + victim + margin to alpha.
   int quiescence_delta_margin = 200;
+  // Capture history: captures' order moves by history / this divisor (0: off, captures by
+  // victim and attacker alone).
+  int capture_history_divisor = 0;
   // Correction history: the share of its correction added to static evaluations, in hundredths
   // (0: off).
   int correction_history_percent = 0;
@@ -73,7 +76,7 @@ struct SearchParameters {
   int time_moves_to_go = 20;
   // Time: no new iteration starts past this share of the move's budget, in hundredths (before
   // the stability factors above scale it).
-  int time_iteration_percent = 50;
+  int time_iteration_percent = 70;
 
   // Throws std::invalid_argument naming the first field out of its range.
   void validate() const {
@@ -102,6 +105,7 @@ struct SearchParameters {
     at_least("time_unstable_percent", time_unstable_percent, 1);
     at_least("time_score_drop_percent", time_score_drop_percent, 1);
     at_least("time_moves_to_go", time_moves_to_go, 1);
+    at_least("capture_history_divisor", capture_history_divisor, 0);
     at_least("correction_history_percent", correction_history_percent, 0);
     at_most("correction_history_percent", correction_history_percent, 400);
     at_least("time_iteration_percent", time_iteration_percent, 1);

@@ -4,7 +4,7 @@
 // - Clocked search: the budget for this move is the clock shared over the moves still to play
 //   (moves-to-go, else the time_moves_to_go parameter: 20), plus most of the increment; the hard
 //   limit allows up to 4x the budget when an iteration runs long but never more than a third of
-//   what is left beyond the overhead; no new iteration starts past time_iteration_percent (50) of
+//   what is left beyond the overhead; no new iteration starts past time_iteration_percent (70) of
 //   the budget. The parameters arrive validated (SearchParameters::validate: both at least 1).
 // - A reserve of kReserveOverheads move overheads (300 ms at the default 30 ms; none when the
 //   move overhead is 0 or the next move refills the clock) is kept off the plan: once the clock
