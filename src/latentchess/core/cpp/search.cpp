@@ -200,6 +200,11 @@ void Search::update_pv(int ply, Move move) {
   pv_length_[ply] = child_length + 1;
 }
 
+int Search::history_bonus(int depth) const {
+  return std::min(depth * depth * parameters_.history_bonus_per_depth_squared,
+                  parameters_.history_bonus_max);
+}
+
 void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried_count,
                                 int depth) {
   PlyState& state = plies_[ply];
@@ -207,8 +212,7 @@ void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried
     state.killers[1] = state.killers[0];
     state.killers[0] = best;
   }
-  const int bonus = std::min(depth * depth * parameters_.history_bonus_per_depth_squared,
-                             parameters_.history_bonus_max);
+  const int bonus = history_bonus(depth);
   const Color us = position_.side_to_move();
   const int previous[2] = {ply >= 1 ? plies_[ply - 1].slot : -1,
                            ply >= 2 ? plies_[ply - 2].slot : -1};
@@ -226,8 +230,7 @@ void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried
 
 void Search::update_capture_stats(Move best, const Move* tried, int tried_count, int depth) {
   if (parameters_.capture_history_divisor == 0) return;  // off: the table is never read
-  const int bonus = std::min(depth * depth * parameters_.history_bonus_per_depth_squared,
-                             parameters_.history_bonus_max);
+  const int bonus = history_bonus(depth);
   const auto reward = [&](Move move, int amount) {
     history_.captures.update(slot_of(move), captured_type(position_, move), amount);
   };

@@ -171,6 +171,9 @@ class Search {
   // A cut-off's capture statistics (when the capture history has a weight): the cutting
   // capture (Move::none() when a quiet move cut) is rewarded, the captures tried before it
   // penalised.
+  // The history bonus (malus when negated) of a cut-off at `depth`, shared by the quiet and
+  // capture statistics.
+  int history_bonus(int depth) const;
   void update_capture_stats(Move best, const Move* tried, int tried_count, int depth);
   IterationReport report(int depth, int lines) const;
 
