@@ -10,6 +10,7 @@ import math
 import os
 import random
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -370,3 +371,53 @@ def test_the_recorded_command_is_the_one_a_user_types(monkeypatch: pytest.Monkey
     argv = ["/somewhere/src/latentchess/__main__.py", "train", "nnue", "--out", "runs/a b"]
     monkeypatch.setattr(sys, "argv", argv)
     assert command_line() == "latentchess train nnue --out 'runs/a b'"
+
+
+_WITHOUT_THE_CORE = """
+import importlib.abc, sys
+
+class Refuse(importlib.abc.MetaPathFinder):  # as on a machine where the core was not compiled
+    def find_spec(self, name, path=None, target=None):
+        if name == "latentchess.core._native":
+            raise ImportError("no compiled core on this machine")
+        return None
+
+sys.meta_path.insert(0, Refuse())
+from latentchess.cli import main
+
+code = main(sys.argv[1:])
+import latentchess.core
+
+try:
+    latentchess.core.Board
+except ImportError as error:
+    print("board:", error)
+sys.exit(code)
+"""
+
+
+def test_nnue_training_and_export_run_without_the_compiled_core(tmp_path: Path) -> None:
+    """A GPU machine that has the checkout but no compiler trains and exports networks: the
+    features come from the Python reference, and only the board asks for the core."""
+    csv = tmp_path / "pos.csv.gz"
+    _write_csv(csv, games=4)
+    out = tmp_path / "run"
+    flags = ["--data", str(csv), "--out", str(out), "--l1", "16", "--l2", "4", "--psqt"]
+    flags += ["--batch-size", "32", "--steps", "3", "--threads", "1", "--device", "cpu"]
+    flags += ["--holdout-fraction", "0.1", "--no-progress"]
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_THE_CORE, "train", "nnue", *flags],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert json.loads(lines[-2])["stop"] == "completed"
+    assert lines[-1].startswith("board: latentchess.core._native is not built: run 'make setup'")
+    assert json.loads((out / "cache" / "meta.json").read_text())["extractor"] == "python-reference"
+    assert load_nnue(out / "model").network.cfg.l1 == 16
+    # The core (built here) plays the network that was exported without it.
+    from latentchess.core.nnue import load_network
+
+    assert load_network(out / "model") is not None

@@ -10,22 +10,34 @@ of each) and the README section "Native core" for the build switches.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 try:
     from latentchess.core import _native
-except ImportError as error:  # pragma: no cover - only when the extension was not built
-    raise ImportError(
+except ImportError as error:  # only when the extension was not built (or cannot load here)
+    # The package still imports, so that its pure-Python modules (``core.nnue``: where networks
+    # live) serve training and export on a machine without a compiler; anything that needs the
+    # board raises the error below when it is first touched.
+    _MISSING: ImportError | None = ImportError(
         "latentchess.core._native is not built: run 'make setup' (or 'pip install -e .') in the "
         f"checkout to compile the native core ({error})"
-    ) from error
-
+    )
+else:
+    _MISSING = None
 
 if TYPE_CHECKING:  # numpy loads with the arrays the core returns, not with the module
     import numpy as np
     import numpy.typing as npt
 
-from latentchess.core.board import DRAWN, MATED, NORMAL, Board, Expansion
+if _MISSING is None:
+    from latentchess.core.board import DRAWN, MATED, NORMAL, Board, Expansion
+else:
+
+    def __getattr__(name: str) -> object:
+        if name in __all__ or name == "_native":
+            raise _MISSING from None
+        raise AttributeError(f"module 'latentchess.core' has no attribute {name!r}")
+
 
 __all__ = [
     "Board",
@@ -39,13 +51,20 @@ __all__ = [
 ]
 
 
+def _native_or_raise() -> Any:
+    """The extension module, or the clear error of a checkout whose core was not compiled."""
+    if _MISSING is not None:
+        raise _MISSING
+    return _native
+
+
 def tokenize_fens(fens: Sequence[str]) -> npt.NDArray[np.uint8]:
     """``(N, 77)`` uint8 tokens of FEN strings, equal to ``encoding.tokenize_batch(fens)``.
 
     Raises:
         InvalidFenError: a FEN the tokenizer refuses.
     """
-    return _native.tokenize_fens(list(fens))
+    return _native_or_raise().tokenize_fens(list(fens))
 
 
 def board_tokens(fens: Sequence[str]) -> npt.NDArray[np.uint8]:
@@ -57,9 +76,10 @@ def board_tokens(fens: Sequence[str]) -> npt.NDArray[np.uint8]:
     Raises:
         InvalidFenError: a FEN the board refuses.
     """
-    return _native.board_tokens(list(fens))
+    return _native_or_raise().board_tokens(list(fens))
 
 
 def perft(fen: str, depth: int) -> int:
     """Leaf count of the legal move tree of ``fen`` to ``depth``."""
+    _native_or_raise()
     return Board(fen).perft(depth)
