@@ -77,6 +77,23 @@ def test_capture_history_reorders_captures_only_when_weighted() -> None:
     assert result.best_move in board.legal_moves
 
 
+def test_singular_double_and_negative_extensions_change_the_search_only_when_set() -> None:
+    """Both off by default (0: the bench above is unchanged). Each one alone changes which nodes
+    a search deep enough for singular extensions visits, the same number each time from a new
+    game, and the search still returns a legal move; the core refuses a negative extension of
+    more than two plies."""
+    off = _nodes(AlphaBeta("hce", hash_mb=4), depth=10)
+    for parameters in ({"singular_double_margin": 8}, {"singular_negative_extension": 1}):
+        engine = AlphaBeta("hce", hash_mb=4, parameters=parameters)
+        on = _nodes(engine, depth=10)
+        assert on != off, parameters
+        assert _nodes(engine, depth=10) == on
+        board = chess.Board(MIDDLEGAME)
+        assert engine.search(board, chess.engine.Limit(depth=9)).best_move in board.legal_moves
+    with pytest.raises(ValueError, match="singular_negative_extension must be at most 2, got 3"):
+        engine._engine.parameters = {"singular_negative_extension": 3}
+
+
 def test_bad_values_are_refused_and_change_nothing() -> None:
     engine = AlphaBeta("hce", hash_mb=4, parameters={"aspiration_delta": 30})
     with pytest.raises(EngineError, match="unknown search parameter 'aspiration'"):

@@ -109,6 +109,8 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("lmr_history_divisor", 10000, 4000, 20000, 800, "LMR: a ply per N of history"),
     _parameter("singular_margin_per_depth", 2, 1, 5, 0.5, "singular bound, cp below per ply"),
     _parameter("singular_min_depth", 7, 4, 10, 0.5, "shallowest singular extension"),
+    _parameter("singular_double_margin", 0, 0, 60, 4, "double extension below bound-N cp (0: off)"),
+    _parameter("singular_negative_extension", 0, 0, 2, 0.5, "table move's plies less (0: off)"),
     _parameter("history_bonus_per_depth_squared", 16, 4, 40, 2, "history bonus per ply^2"),
     _parameter("history_bonus_max", 1600, 400, 4000, 150, "largest history bonus"),
     _parameter("quiescence_delta_margin", 200, 50, 400, 15, "quiescence delta pruning (cp)"),

@@ -537,8 +537,15 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
         if (stopped_) return 0;
         if (score < singular_beta) {
           singular_extension = 1;
+          if (parameters_.singular_double_margin > 0 && !pv_node &&
+              score < singular_beta - parameters_.singular_double_margin &&
+              plies_[ply].double_extensions < kMaxDoubleExtensions) {
+            singular_extension = 2;
+          }
         } else if (singular_beta >= beta) {
           return singular_beta;
+        } else if (table_score >= beta) {
+          singular_extension = -parameters_.singular_negative_extension;
         }
       }
     }
@@ -608,11 +615,13 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       continue;
     }
 
+    const int extension = move == table_move ? singular_extension : 0;
     plies_[ply].current = move;
     plies_[ply].slot = slot_of(move);
+    plies_[ply + 1].double_extensions = plies_[ply].double_extensions + (extension == 2 ? 1 : 0);
     do_move(move);
     const bool gives_check = position_.in_check();
-    const int new_depth = depth - 1 + (move == table_move ? singular_extension : 0);
+    const int new_depth = depth - 1 + extension;
     int score = 0;
     if (move_number == 1) {
       score = -negamax<NodeType::Interior>(-beta, -alpha, new_depth, ply + 1,

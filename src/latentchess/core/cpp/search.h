@@ -137,6 +137,7 @@ class Search {
     int slot = -1;  // history_slot of `current` (-1: none, or a null move)
     bool null_move = false;
     Move excluded = Move::none();  // singular-extension verification: the move left out
+    int double_extensions = 0;     // double singular extensions on the line to this ply
   };
 
   // The root is searched by the same negamax as every other node, with its own moves (root_moves_

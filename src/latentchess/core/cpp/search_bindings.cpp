@@ -99,6 +99,8 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"lmr_history_divisor", &SearchParameters::lmr_history_divisor},
       {"singular_margin_per_depth", &SearchParameters::singular_margin_per_depth},
       {"singular_min_depth", &SearchParameters::singular_min_depth},
+      {"singular_double_margin", &SearchParameters::singular_double_margin},
+      {"singular_negative_extension", &SearchParameters::singular_negative_extension},
       {"history_bonus_per_depth_squared", &SearchParameters::history_bonus_per_depth_squared},
       {"history_bonus_max", &SearchParameters::history_bonus_max},
       {"quiescence_delta_margin", &SearchParameters::quiescence_delta_margin},

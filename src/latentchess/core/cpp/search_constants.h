@@ -13,5 +13,8 @@ inline constexpr int kInfinity = 32001;
 inline constexpr int kMate = 32000;
 inline constexpr int kMateInMaxPly = kMate - kMaxPly;
 inline constexpr int kDraw = 0;
+// Double singular extensions allowed on one line (SearchParameters::singular_double_margin), so
+// that a line of forced moves cannot grow the search without bound.
+inline constexpr int kMaxDoubleExtensions = 6;
 
 }  // namespace latentchess::core

@@ -52,6 +52,13 @@ struct SearchParameters {
   int singular_margin_per_depth = 2;
   // Singular extension: from this depth on.
   int singular_min_depth = 7;
+  // Singular extension: two plies instead of one when every other move fails this many
+  // centipawns below the bound (0: off), outside PV nodes, at most kMaxDoubleExtensions times
+  // on a line.
+  int singular_double_margin = 0;
+  // Singular extension: when the others do not all fail low but the table's score still holds
+  // beta, the table move is searched this many plies shallower (0: off).
+  int singular_negative_extension = 0;
   // History bonus of a cut-off: per_depth_squared * depth^2 ...
   int history_bonus_per_depth_squared = 16;
   // ... up to this.
@@ -99,6 +106,9 @@ struct SearchParameters {
     at_least("late_move_pruning_base", late_move_pruning_base, 0);
     at_least("aspiration_delta", aspiration_delta, 1);
     at_least("singular_min_depth", singular_min_depth, 1);
+    at_least("singular_double_margin", singular_double_margin, 0);
+    at_least("singular_negative_extension", singular_negative_extension, 0);
+    at_most("singular_negative_extension", singular_negative_extension, 2);
     at_least("history_bonus_per_depth_squared", history_bonus_per_depth_squared, 0);
     at_least("history_bonus_max", history_bonus_max, 0);
     at_most("history_bonus_max", history_bonus_max, 16384);  // the histories' gravity bound
