@@ -94,6 +94,26 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         engine._engine.parameters = {"singular_negative_extension": 3}
 
 
+def test_probcut_razoring_and_history_pruning_change_the_search_only_when_set() -> None:
+    """Each is off by default (a margin of 0: the bench above is unchanged). Each one alone
+    changes which nodes a middlegame search visits, the same number each time from a new game,
+    and the search still returns a legal move; a negative margin is refused."""
+    off = _nodes(AlphaBeta("hce", hash_mb=4), depth=10)
+    for name, margin in (
+        ("probcut_margin", 200),
+        ("razoring_margin", 300),
+        ("history_pruning_margin", 100),
+    ):
+        engine = AlphaBeta("hce", hash_mb=4, parameters={name: margin})
+        on = _nodes(engine, depth=10)
+        assert on != off, name
+        assert _nodes(engine, depth=10) == on
+        board = chess.Board(MIDDLEGAME)
+        assert engine.search(board, chess.engine.Limit(depth=9)).best_move in board.legal_moves
+        with pytest.raises(ValueError, match=f"{name} must be at least 0, got -1"):
+            engine._engine.parameters = {name: -1}
+
+
 def test_bad_values_are_refused_and_change_nothing() -> None:
     engine = AlphaBeta("hce", hash_mb=4, parameters={"aspiration_delta": 30})
     with pytest.raises(EngineError, match="unknown search parameter 'aspiration'"):

@@ -497,6 +497,14 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
         return eval;
       }
 
+      // Razoring: far below alpha at low depth, let the quiescence search confirm the fail-low.
+      if (parameters_.razoring_margin > 0 && depth <= 3 && excluded == Move::none() &&
+          eval + parameters_.razoring_margin * depth < alpha) {
+        const int score = quiescence(alpha - 1, alpha, ply);
+        if (stopped_) return 0;
+        if (score < alpha) return score;
+      }
+
       // Null move: if passing still holds beta, a real move would too (not in zugzwang-prone
       // pawn endings).
       if (depth >= 3 && eval >= beta && !plies_[ply - 1].null_move && excluded == Move::none() &&
@@ -515,6 +523,40 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
         plies_[ply].null_move = false;
         if (stopped_) return 0;
         if (score >= beta) return is_mate_score(score) ? beta : score;
+      }
+
+      // ProbCut: a capture that holds a bound well above beta at a reduced depth (first checked
+      // by the quiescence search) says the full search would hold beta too.
+      const int probcut_beta = beta + parameters_.probcut_margin;
+      if (parameters_.probcut_margin > 0 && depth >= 5 && excluded == Move::none() &&
+          !is_mate_score(probcut_beta) &&
+          !(entry.hit && entry.depth >= depth - 3 &&
+            score_from_table(entry.score, ply) < probcut_beta)) {
+        const Move no_killers[2] = {Move::none(), Move::none()};
+        QuietContext capture_context;
+        capture_context.captures = &history_.captures;
+        capture_context.capture_divisor = parameters_.capture_history_divisor;
+        MovePicker captures(position_, MovePicker::Kind::Tactical, table_move, no_killers,
+                            history_.butterfly, nullptr, &capture_context);
+        for (Move move = captures.next(); move != Move::none(); move = captures.next()) {
+          if (!see_at_least(position_, move, probcut_beta - static_eval)) continue;
+          plies_[ply].current = move;
+          plies_[ply].slot = slot_of(move);
+          plies_[ply + 1].double_extensions = plies_[ply].double_extensions;
+          do_move(move);
+          int score = -quiescence(-probcut_beta, -probcut_beta + 1, ply + 1);
+          if (score >= probcut_beta) {
+            score = -negamax<NodeType::Interior>(-probcut_beta, -probcut_beta + 1, depth - 4,
+                                                 ply + 1, !cut_node);
+          }
+          undo_move();
+          if (stopped_) return 0;
+          if (score >= probcut_beta) {
+            table_.store(key, move, score_to_table(score, ply), raw_eval, depth - 3,
+                         Bound::Lower);
+            return score;
+          }
+        }
       }
     }
     // Internal iterative reduction: without a table move this node was never searched well.
@@ -599,6 +641,11 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       if (limits_.futility_pruning && quiet && !prune_unless_check &&
           depth <= parameters_.futility_depth &&
           eval + parameters_.futility_base + parameters_.futility_per_depth * depth <= alpha) {
+        prune_unless_check = true;
+      }
+      // History pruning: a quiet move that has kept failing in this context.
+      if (parameters_.history_pruning_margin > 0 && quiet && !prune_unless_check && depth <= 4 &&
+          order_score < -parameters_.history_pruning_margin * depth) {
         prune_unless_check = true;
       }
       // SEE pruning: a move that loses too much material.
