@@ -17,21 +17,16 @@ mkdir -p "$OUT/stage" "$OUT/site"
 import json, sys
 from pathlib import Path
 import numpy as np
+from latentchess.nnue.features import mirror_all_features
 
 cache, stage = Path(sys.argv[1]), Path(sys.argv[2])
 spec = json.loads((cache / "meta.json").read_text())
 if spec["feature_set"] != "ALL" or spec.get("pqr"):
     sys.exit(f"{cache}: only ALL caches without PQR pairs are packed (got {spec['feature_set']})")
 features = np.load(cache / "features.npy", mmap_mode="r")  # (rows, 2, width) int16, 768 = pad
-# ALL's index is (file * 8 + rank) * 12 + role * 2 + theirs; Black's view flips the rank and
-# swaps ours/theirs, and each perspective's list is sorted.
-index = np.arange(768)
-square, rest = index // 12, index % 12
-mirror = np.append((square // 8 * 8 + 7 - square % 8) * 12 + rest // 2 * 2 + 1 - rest % 2, 768)
-mirror = mirror.astype(np.int16)
 for start in range(0, len(features), 1 << 20):
     block = np.asarray(features[start : start + (1 << 20)])
-    if not np.array_equal(np.sort(mirror[block[:, 0]], axis=1), block[:, 1]):
+    if not np.array_equal(mirror_all_features(block[:, 0]), block[:, 1]):
         sys.exit(f"{cache}: rows from {start} on are not White's mirror; cannot pack them this way")
 np.save(stage / "white.npy", np.ascontiguousarray(features[:, 0]))
 for name in ("score", "stm", "result"):

@@ -21,15 +21,14 @@ LC=${LC:-python3 -m latentchess}
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 { nvidia-smi; python3 -c 'import sys,torch,chess,safetensors;print(sys.version);print(torch.__version__,torch.cuda.is_available(),chess.__version__)'; nproc; lscpu | grep "Model name"; } > "$L/env.txt" 2>&1
 mkdir -p "$W/cache"; xz -T0 -dc "$G/cache.tar.xz" | tar -x -C "$W/cache"
-# The pack holds White's perspective only (the 64 MiB transfer limit); Black's is its mirror:
-# ALL's index (file * 8 + rank) * 12 + role * 2 + theirs, rank and ours/theirs flipped, sorted
-# (checked equal to the core's extraction on every row before packing).
+# The pack holds White's perspective only (the 64 MiB transfer limit); Black's is its mirror
+# (latentchess.nnue.features.mirror_all_features, checked equal to the core's extraction on every
+# row before packing).
 python3 - "$W/cache" <<'P'
 import sys, numpy as np
+from latentchess.nnue.features import mirror_all_features
 d = sys.argv[1]; w = np.load(f"{d}/white.npy")
-i = np.arange(768); sq, rest = i // 12, i % 12
-m = np.append((sq // 8 * 8 + 7 - sq % 8) * 12 + rest // 2 * 2 + 1 - rest % 2, 768).astype(np.int16)
-np.save(f"{d}/features.npy", np.stack([w, np.sort(m[w], axis=1)], axis=1))
+np.save(f"{d}/features.npy", np.stack([w, mirror_all_features(w)], axis=1))
 P
 rm -f "$W/cache/white.npy"
 el "cache unpacked" | tee -a "$L/summary.txt"; ls -la "$W/cache" >> "$L/summary.txt"

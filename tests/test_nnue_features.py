@@ -10,6 +10,7 @@ from latentchess.errors import LatentChessError
 from latentchess.nnue.features import (
     BLOCK_SIZES,
     block_features,
+    mirror_all_features,
     parse_feature_set,
     position_features,
 )
@@ -84,6 +85,28 @@ def test_perspectives_mirror_each_other() -> None:
     mirrored_white, mirrored_black = position_features(board.mirror(), fs)
     assert np.array_equal(white, mirrored_black) and np.array_equal(black, mirrored_white)
     assert len(white) == len(set(white.tolist()))
+
+
+def test_mirror_all_features_gives_the_other_perspective_of_padded_rows() -> None:
+    """Rows padded with 768 (a feature cache's layout): mirroring White's ALL features gives
+    Black's, sorted, padding last, for positions of different piece counts; out-of-range indices
+    are refused."""
+    fens = [
+        "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4",
+        "4k3/8/8/8/8/8/8/4K2R w K - 0 1",
+        "8/5pk1/6p1/8/3P4/8/5PPP/6K1 b - - 0 40",
+    ]
+    fs = parse_feature_set("ALL")
+    white_rows = np.full((len(fens), 32), 768, dtype=np.int16)
+    black_rows = white_rows.copy()
+    for row, fen in enumerate(fens):
+        white, black = position_features(chess.Board(fen), fs)
+        white_rows[row, : len(white)] = white
+        black_rows[row, : len(black)] = black
+    assert np.array_equal(mirror_all_features(white_rows), black_rows)
+    assert np.array_equal(mirror_all_features(black_rows), white_rows)
+    with pytest.raises(LatentChessError, match=r"0\.\.768"):
+        mirror_all_features(np.array([[769]]))
 
 
 @pytest.mark.parametrize("text", ["", "ALL+", "ALL+XYZ", "ALL+ALL"])

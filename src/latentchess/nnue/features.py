@@ -60,6 +60,7 @@ __all__ = [
     "block_features",
     "perspective_features",
     "position_features",
+    "mirror_all_features",
 ]
 
 BLOCK_SIZES: dict[str, int] = {
@@ -260,3 +261,23 @@ def position_features(
         perspective_features(board, chess.WHITE, feature_set),
         perspective_features(board, chess.BLACK, feature_set),
     )
+
+
+def mirror_all_features(rows: npt.NDArray[np.integer]) -> npt.NDArray[np.int16]:
+    """The other perspective's ALL features from one perspective's, for padded rows.
+
+    ``rows`` is (..., width) of ALL indices, each row sorted with the padding value 768 last (a
+    feature cache's layout). The other side's view of the same piece flips the rank and swaps
+    ours and theirs, so its index is ``(file * 8 + 7 - rank) * 12 + role * 2 + 1 - c``; each row
+    of the result is sorted again and the padding stays 768. Used where only one perspective is
+    stored (``benchmarks/nnue_gpu_pack.sh`` packs White's, the device rebuilds Black's).
+    """
+    size = BLOCK_SIZES["ALL"]
+    rows = np.asarray(rows)
+    if rows.size and (rows.min() < 0 or rows.max() > size):
+        raise LatentChessError(f"ALL feature indices must lie in 0..{size} (the padding)")
+    index = np.arange(size)
+    square, rest = index // 12, index % 12
+    mirrored = (square // 8 * 8 + 7 - square % 8) * 12 + rest // 2 * 2 + 1 - rest % 2
+    table = np.append(mirrored, size).astype(np.int16)
+    return np.sort(table[rows], axis=-1)
