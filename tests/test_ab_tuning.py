@@ -94,7 +94,7 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         engine._engine.parameters = {"singular_negative_extension": 3}
 
 
-def test_probcut_razoring_and_history_pruning_change_the_search_only_when_set() -> None:
+def test_probcut_and_razoring_change_the_search_only_when_set() -> None:
     """Each is off by default (a margin of 0: the bench above is unchanged). Each one alone
     changes which nodes a middlegame search visits, the same number each time from a new game,
     and the search still returns a legal move; a negative margin is refused."""
@@ -102,7 +102,6 @@ def test_probcut_razoring_and_history_pruning_change_the_search_only_when_set() 
     for name, margin in (
         ("probcut_margin", 200),
         ("razoring_margin", 300),
-        ("history_pruning_margin", 100),
     ):
         engine = AlphaBeta("hce", hash_mb=4, parameters={name: margin})
         on = _nodes(engine, depth=10)

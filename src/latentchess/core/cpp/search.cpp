@@ -643,11 +643,6 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
           eval + parameters_.futility_base + parameters_.futility_per_depth * depth <= alpha) {
         prune_unless_check = true;
       }
-      // History pruning: a quiet move that has kept failing in this context.
-      if (parameters_.history_pruning_margin > 0 && quiet && !prune_unless_check && depth <= 4 &&
-          order_score < -parameters_.history_pruning_margin * depth) {
-        prune_unless_check = true;
-      }
       // SEE pruning: a move that loses too much material.
       if (limits_.see_pruning && !prune_unless_check && depth <= parameters_.futility_depth &&
           move_number > 1) {

@@ -103,7 +103,6 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"singular_negative_extension", &SearchParameters::singular_negative_extension},
       {"probcut_margin", &SearchParameters::probcut_margin},
       {"razoring_margin", &SearchParameters::razoring_margin},
-      {"history_pruning_margin", &SearchParameters::history_pruning_margin},
       {"history_bonus_per_depth_squared", &SearchParameters::history_bonus_per_depth_squared},
       {"history_bonus_max", &SearchParameters::history_bonus_max},
       {"quiescence_delta_margin", &SearchParameters::quiescence_delta_margin},

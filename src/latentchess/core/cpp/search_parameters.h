@@ -65,9 +65,6 @@ struct SearchParameters {
   // Razoring: at depths up to 3, when eval + this many centipawns per ply stays below alpha, a
   // quiescence search decides the node if it confirms the fail-low (0: off).
   int razoring_margin = 0;
-  // History pruning: at depths up to 4, a quiet move whose history (butterfly + continuation)
-  // is below -this per ply is pruned (0: off).
-  int history_pruning_margin = 0;
   // History bonus of a cut-off: per_depth_squared * depth^2 ...
   int history_bonus_per_depth_squared = 16;
   // ... up to this.
@@ -120,7 +117,6 @@ struct SearchParameters {
     at_most("singular_negative_extension", singular_negative_extension, 2);
     at_least("probcut_margin", probcut_margin, 0);
     at_least("razoring_margin", razoring_margin, 0);
-    at_least("history_pruning_margin", history_pruning_margin, 0);
     at_least("history_bonus_per_depth_squared", history_bonus_per_depth_squared, 0);
     at_least("history_bonus_max", history_bonus_max, 0);
     at_most("history_bonus_max", history_bonus_max, 16384);  // the histories' gravity bound
