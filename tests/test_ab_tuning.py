@@ -95,17 +95,17 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
 
 
 def test_probcut_and_razoring_change_the_search_only_when_set() -> None:
-    """Each is off by default (a margin of 0: the bench above is unchanged). Each one alone
-    changes which nodes a middlegame search visits, the same number each time from a new game,
-    and the search still returns a legal move; a negative margin is refused."""
-    off = _nodes(AlphaBeta("hce", hash_mb=4), depth=10)
+    """ProbCut (on by default, margin 200) and razoring (off) each change which nodes a
+    middlegame search visits when switched against the default, the same number each time from
+    a new game, and the search still returns a legal move; a negative margin is refused."""
+    default = _nodes(AlphaBeta("hce", hash_mb=4), depth=10)
     for name, margin in (
-        ("probcut_margin", 200),
+        ("probcut_margin", 0),
         ("razoring_margin", 300),
     ):
         engine = AlphaBeta("hce", hash_mb=4, parameters={name: margin})
         on = _nodes(engine, depth=10)
-        assert on != off, name
+        assert on != default, name
         assert _nodes(engine, depth=10) == on
         board = chess.Board(MIDDLEGAME)
         assert engine.search(board, chess.engine.Limit(depth=9)).best_move in board.legal_moves
