@@ -244,8 +244,15 @@ int Search::slot_of(Move move) const {
   return history_slot(position_.side_to_move(), position_.piece_type_on(move.from()), move.to());
 }
 
-QuietContext Search::quiet_context(int ply) const {
+QuietContext Search::capture_context() const {
   QuietContext context;
+  context.captures = &history_.captures;
+  context.capture_divisor = parameters_.capture_history_divisor;
+  return context;
+}
+
+QuietContext Search::quiet_context(int ply) const {
+  QuietContext context = capture_context();
   for (int back = 1; back <= 2; ++back) {
     if (ply >= back) {
       context.continuation[back - 1] = history_.continuation.row(plies_[ply - back].slot);
@@ -254,8 +261,6 @@ QuietContext Search::quiet_context(int ply) const {
   if (ply >= 1 && plies_[ply - 1].slot >= 0) {
     context.counter_move = history_.counter_moves[plies_[ply - 1].slot];
   }
-  context.captures = &history_.captures;
-  context.capture_divisor = parameters_.capture_history_divisor;
   return context;
 }
 
@@ -533,11 +538,9 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
           !(entry.hit && entry.depth >= depth - 3 &&
             score_from_table(entry.score, ply) < probcut_beta)) {
         const Move no_killers[2] = {Move::none(), Move::none()};
-        QuietContext capture_context;
-        capture_context.captures = &history_.captures;
-        capture_context.capture_divisor = parameters_.capture_history_divisor;
+        const QuietContext context = capture_context();
         MovePicker captures(position_, MovePicker::Kind::Tactical, table_move, no_killers,
-                            history_.butterfly, nullptr, &capture_context);
+                            history_.butterfly, nullptr, &context);
         for (Move move = captures.next(); move != Move::none(); move = captures.next()) {
           if (!see_at_least(position_, move, probcut_beta - static_eval)) continue;
           plies_[ply].current = move;
@@ -815,9 +818,7 @@ int Search::quiescence(int alpha, int beta, int ply) {
     table_move = entry.move;
   }
   const Move no_killers[2] = {Move::none(), Move::none()};
-  QuietContext context;  // captures only: no continuation rows or counter-move here
-  context.captures = &history_.captures;
-  context.capture_divisor = parameters_.capture_history_divisor;
+  const QuietContext context = capture_context();
   MovePicker picker(position_, in_check ? MovePicker::Kind::All : MovePicker::Kind::Tactical,
                     table_move, no_killers, history_.butterfly, nullptr, &context);
   if (in_check && picker.size() == 0) return -kMate + ply;

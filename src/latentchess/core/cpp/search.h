@@ -168,6 +168,8 @@ class Search {
   static constexpr int kExternalOrderPlies = 2;
   void update_quiet_stats(int ply, Move best, const Move* tried, int tried_count, int depth);
   QuietContext quiet_context(int ply) const;
+  // The capture history alone (quiescence, ProbCut): no continuation rows or counter-move.
+  QuietContext capture_context() const;
   int slot_of(Move move) const;
   // A cut-off's capture statistics (when the capture history has a weight): the cutting
   // capture (Move::none() when a quiet move cut) is rewarded, the captures tried before it
