@@ -154,6 +154,21 @@ def test_time_parameters_set_the_plan_and_the_iterations() -> None:
         AlphaBeta("hce", hash_mb=4, parameters={"time_iteration_percent": 101})
 
 
+def test_node_share_scales_the_iterations() -> None:
+    """``time_node_share_percent`` scales the iteration share by (1.5 - the best move's share of
+    the nodes): at its smallest the search stops iterating far earlier than at its largest."""
+    clock = chess.engine.Limit(white_clock=20.0, black_clock=20.0, white_inc=0.1, black_inc=0.1)
+
+    def searched(percent: int) -> int:
+        engine = AlphaBeta("hce", hash_mb=4, parameters={"time_node_share_percent": percent})
+        return engine.search(chess.Board(MIDDLEGAME), clock).nodes
+
+    # At 10 the share is at most 0.15x, at 300 at least 1.5x (capped by the hard limit).
+    assert searched(300) > searched(10)
+    with pytest.raises(EngineError, match="time_node_share_percent"):
+        AlphaBeta("hce", hash_mb=4, parameters={"time_node_share_percent": 301})
+
+
 def test_threads_keep_the_parameters() -> None:
     engine = AlphaBeta("hce", hash_mb=4, threads=3, parameters={"futility_base": 120})
     engine.threads = 1

@@ -124,6 +124,7 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("time_score_drop", 30, 10, 80, 4, "fall in score (cp) that asks for time"),
     _parameter("time_moves_to_go", 20, 8, 40, 2, "moves a sudden-death clock is planned over"),
     _parameter("time_iteration_percent", 70, 25, 100, 5, "no new iteration past this % of budget"),
+    _parameter("time_node_share_percent", 0, 0, 300, 10, "x (1.5 - best move node share) (0: off)"),
 )
 """The search's tunable constants in ``SearchParameters`` order (core/cpp/search_parameters.h),
 with the ranges and SPSA step sizes ``latentchess tune spsa`` uses. The defaults must equal the

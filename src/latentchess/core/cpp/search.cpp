@@ -362,6 +362,12 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
           best < previous_best_score - parameters_.time_score_drop) {
         factor *= parameters_.time_score_drop_percent / 100.0;
       }
+      if (parameters_.time_node_share_percent > 0 && nodes_ > 0) {
+        // The best move's share of the tree: near 1 when nothing else needed a look.
+        const double share =
+            static_cast<double>(root_moves_[0].nodes) / static_cast<double>(nodes_);
+        factor *= (1.5 - share) * parameters_.time_node_share_percent / 100.0;
+      }
       time_.scale_iteration_time(factor);
     }
     previous_best = root_moves_[0].move;
@@ -664,6 +670,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     plies_[ply].current = move;
     plies_[ply].slot = slot_of(move);
     plies_[ply + 1].double_extensions = plies_[ply].double_extensions + (extension == 2 ? 1 : 0);
+    const std::uint64_t nodes_before = nodes_;
     do_move(move);
     const bool gives_check = position_.in_check();
     const int new_depth = depth - 1 + extension;
@@ -701,6 +708,12 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       }
     }
     undo_move();
+    if constexpr (root_node) {
+      // The nodes under each root move, for the time manager (interrupted searches included).
+      std::find_if(root_moves_.begin(), root_moves_.end(), [move](const RootMove& each) {
+        return each.move == move;
+      })->nodes += nodes_ - nodes_before;
+    }
     if (stopped_) return 0;
 
     if constexpr (root_node) {

@@ -129,6 +129,7 @@ class Search {
     int previous_score = -kInfinity;  // last completed iteration
     Bound bound = Bound::Exact;
     std::vector<Move> pv;
+    std::uint64_t nodes = 0;  // this search's nodes under this move, all iterations so far
   };
   struct PlyState {
     int static_eval = 0;

@@ -114,6 +114,7 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"time_score_drop", &SearchParameters::time_score_drop},
       {"time_moves_to_go", &SearchParameters::time_moves_to_go},
       {"time_iteration_percent", &SearchParameters::time_iteration_percent},
+      {"time_node_share_percent", &SearchParameters::time_node_share_percent},
   };
   return fields;
 }

@@ -90,6 +90,9 @@ struct SearchParameters {
   // Time: no new iteration starts past this share of the move's budget, in hundredths (before
   // the stability factors above scale it).
   int time_iteration_percent = 70;
+  // Time: scale the iteration share by (1.5 - the best move's share of the nodes) times this,
+  // in hundredths (0: off). A best move that took most of the tree needs less time.
+  int time_node_share_percent = 0;
 
   // Throws std::invalid_argument naming the first field out of its range.
   void validate() const {
@@ -128,6 +131,8 @@ struct SearchParameters {
     at_most("correction_history_percent", correction_history_percent, 400);
     at_least("time_iteration_percent", time_iteration_percent, 1);
     at_most("time_iteration_percent", time_iteration_percent, 100);
+    at_least("time_node_share_percent", time_node_share_percent, 0);
+    at_most("time_node_share_percent", time_node_share_percent, 300);
   }
 };
 
