@@ -78,16 +78,16 @@ def test_capture_history_reorders_captures_only_when_weighted() -> None:
 
 
 def test_singular_double_and_negative_extensions_change_the_search_only_when_set() -> None:
-    """Both off by default (0: the bench above is unchanged). Each one alone changes which nodes
-    a search deep enough for singular extensions visits, the same number each time from a new
-    game, and the search still returns a legal move; the core refuses a negative extension of
-    more than two plies."""
-    off = _nodes(AlphaBeta("hce", hash_mb=4), depth=10)
-    for parameters in ({"singular_double_margin": 8}, {"singular_negative_extension": 1}):
+    """The double extension is off by default, the negative one on (1 ply, since an SPRT kept
+    it). Each one switched against the default changes which nodes a search deep enough for
+    singular extensions visits, the same number each time from a new game, and the search still
+    returns a legal move; the core refuses a negative extension of more than two plies."""
+    default = _nodes(AlphaBeta("hce", hash_mb=4), depth=10)
+    for parameters in ({"singular_double_margin": 8}, {"singular_negative_extension": 0}):
         engine = AlphaBeta("hce", hash_mb=4, parameters=parameters)
-        on = _nodes(engine, depth=10)
-        assert on != off, parameters
-        assert _nodes(engine, depth=10) == on
+        changed = _nodes(engine, depth=10)
+        assert changed != default, parameters
+        assert _nodes(engine, depth=10) == changed
         board = chess.Board(MIDDLEGAME)
         assert engine.search(board, chess.engine.Limit(depth=9)).best_move in board.legal_moves
     with pytest.raises(ValueError, match="singular_negative_extension must be at most 2, got 3"):
@@ -127,46 +127,45 @@ def test_bad_values_are_refused_and_change_nothing() -> None:
         engine._engine.parameters = {"null_move_depth_divisor": 0}
 
 
+CLOCK = chess.engine.Limit(white_clock=20.0, black_clock=20.0, white_inc=0.1, black_inc=0.1)
+
+
+def clocked_nodes(name: str, value: int) -> int:
+    """Nodes of one clocked search of MIDDLEGAME with one time parameter changed, after checking
+    that a value past its range (301 is past both of these) is refused by name."""
+    with pytest.raises(EngineError, match=name):
+        AlphaBeta("hce", hash_mb=4, parameters={name: 301})
+    engine = AlphaBeta("hce", hash_mb=4, parameters={name: value})
+    return engine.search(chess.Board(MIDDLEGAME), CLOCK).nodes
+
+
 def test_time_parameters_set_the_plan_and_the_iterations() -> None:
     """``time_moves_to_go`` sets the budget (the engine's own budget and its search's agree);
     ``time_iteration_percent`` decides how far into it new iterations start."""
-    clock = chess.engine.Limit(white_clock=20.0, black_clock=20.0, white_inc=0.1, black_inc=0.1)
     board = chess.Board()
     default = AlphaBetaEngine(AlphaBetaConfig(evaluator="hce", hash_mb=4))
     shorter = AlphaBetaEngine(
         AlphaBetaConfig(evaluator="hce", hash_mb=4, search_parameters={"time_moves_to_go": 10})
     )
-    plan = default.time_budget(clock, board.turn)
-    short_plan = shorter.time_budget(clock, board.turn)
+    plan = default.time_budget(CLOCK, board.turn)
+    short_plan = shorter.time_budget(CLOCK, board.turn)
     assert plan is not None and short_plan is not None
     assert short_plan.soft > plan.soft * 1.7  # half the moves: nearly twice the budget
-    outcome = shorter.search(board, chess.engine.Limit(**{**clock.__dict__, "depth": 1}))
+    outcome = shorter.search(board, chess.engine.Limit(**{**CLOCK.__dict__, "depth": 1}))
     assert outcome.soft_s == pytest.approx(short_plan.soft, abs=0.002)
-
-    def searched(percent: int) -> int:
-        engine = AlphaBeta("hce", hash_mb=4, parameters={"time_iteration_percent": percent})
-        return engine.search(chess.Board(MIDDLEGAME), clock).nodes
 
     # The same iterations up to the earlier cut-off, then more: a quarter of the budget against
     # all of it (a 4x margin for the machine's timing noise).
-    assert searched(100) > searched(25)
-    with pytest.raises(EngineError, match="time_iteration_percent"):
-        AlphaBeta("hce", hash_mb=4, parameters={"time_iteration_percent": 101})
+    iteration = "time_iteration_percent"
+    assert clocked_nodes(iteration, 100) > clocked_nodes(iteration, 25)
 
 
 def test_node_share_scales_the_iterations() -> None:
     """``time_node_share_percent`` scales the iteration share by (1.5 - the best move's share of
     the nodes): at its smallest the search stops iterating far earlier than at its largest."""
-    clock = chess.engine.Limit(white_clock=20.0, black_clock=20.0, white_inc=0.1, black_inc=0.1)
-
-    def searched(percent: int) -> int:
-        engine = AlphaBeta("hce", hash_mb=4, parameters={"time_node_share_percent": percent})
-        return engine.search(chess.Board(MIDDLEGAME), clock).nodes
-
     # At 10 the share is at most 0.15x, at 300 at least 1.5x (capped by the hard limit).
-    assert searched(300) > searched(10)
-    with pytest.raises(EngineError, match="time_node_share_percent"):
-        AlphaBeta("hce", hash_mb=4, parameters={"time_node_share_percent": 301})
+    share = "time_node_share_percent"
+    assert clocked_nodes(share, 300) > clocked_nodes(share, 10)
 
 
 def test_threads_keep_the_parameters() -> None:

@@ -110,7 +110,7 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("singular_margin_per_depth", 2, 1, 5, 0.5, "singular bound, cp below per ply"),
     _parameter("singular_min_depth", 7, 4, 10, 0.5, "shallowest singular extension"),
     _parameter("singular_double_margin", 0, 0, 60, 4, "double extension below bound-N cp (0: off)"),
-    _parameter("singular_negative_extension", 0, 0, 2, 0.5, "table move's plies less (0: off)"),
+    _parameter("singular_negative_extension", 1, 0, 2, 0.5, "table move's plies less (0: off)"),
     _parameter("probcut_margin", 200, 0, 400, 15, "ProbCut: beta + N cp at depth - 4 (0: off)"),
     _parameter("razoring_margin", 0, 0, 600, 20, "razoring below alpha - N cp/ply (0: off)"),
     _parameter("history_bonus_per_depth_squared", 16, 4, 40, 2, "history bonus per ply^2"),

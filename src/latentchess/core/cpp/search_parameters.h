@@ -58,7 +58,7 @@ struct SearchParameters {
   int singular_double_margin = 0;
   // Singular extension: when the others do not all fail low but the table's score still holds
   // beta, the table move is searched this many plies shallower (0: off).
-  int singular_negative_extension = 0;
+  int singular_negative_extension = 1;
   // ProbCut: at depths from 5 on, a capture whose reduced search (depth - 4) holds beta plus this
   // many centipawns cuts the node off (0: off; 200 since its SPRT, +19 +- 13 at 20,000 nodes).
   int probcut_margin = 200;
