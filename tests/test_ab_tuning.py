@@ -94,23 +94,36 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         engine._engine.parameters = {"singular_negative_extension": 3}
 
 
-def test_probcut_and_razoring_change_the_search_only_when_set() -> None:
-    """ProbCut (on by default, margin 200) and razoring (off) each change which nodes a
-    middlegame search visits when switched against the default, the same number each time from
-    a new game, and the search still returns a legal move; a negative margin is refused."""
+@pytest.mark.parametrize(
+    ("name", "value", "too_large"),
+    [
+        ("probcut_margin", 0, None),  # on by default (200)
+        ("razoring_margin", 300, None),
+        ("lmr_root", 1, 2),
+        ("lmr_table_capture", 1, 3),
+        ("quiescence_table_eval", 1, 2),
+    ],
+)
+def test_pruning_switches_change_the_search_only_when_set(
+    name: str, value: int, too_large: int | None
+) -> None:
+    """Each switch set against its default changes which nodes a middlegame search visits, the
+    same number each time from a new game, and the search still returns a legal move; a value
+    out of the switch's range is refused by name."""
     default = _nodes(AlphaBeta("hce", hash_mb=4), depth=10)
-    for name, margin in (
-        ("probcut_margin", 0),
-        ("razoring_margin", 300),
-    ):
-        engine = AlphaBeta("hce", hash_mb=4, parameters={name: margin})
-        on = _nodes(engine, depth=10)
-        assert on != default, name
-        assert _nodes(engine, depth=10) == on
-        board = chess.Board(MIDDLEGAME)
-        assert engine.search(board, chess.engine.Limit(depth=9)).best_move in board.legal_moves
-        with pytest.raises(ValueError, match=f"{name} must be at least 0, got -1"):
-            engine._engine.parameters = {name: -1}
+    engine = AlphaBeta("hce", hash_mb=4, parameters={name: value})
+    changed = _nodes(engine, depth=10)
+    assert changed != default, name
+    assert _nodes(engine, depth=10) == changed
+    board = chess.Board(MIDDLEGAME)
+    assert engine.search(board, chess.engine.Limit(depth=9)).best_move in board.legal_moves
+    with pytest.raises(ValueError, match=f"{name} must be at least 0, got -1"):
+        engine._engine.parameters = {name: -1}
+    if too_large is not None:
+        with pytest.raises(
+            ValueError, match=f"{name} must be at most {too_large - 1}, got {too_large}"
+        ):
+            engine._engine.parameters = {name: too_large}
 
 
 def test_bad_values_are_refused_and_change_nothing() -> None:

@@ -623,6 +623,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   };
 
   const int original_alpha = alpha;
+  const bool table_move_tactical = table_move != Move::none() && is_tactical(position_, table_move);
   int best = -kInfinity;
   Move best_move = Move::none();
   Move quiets_tried[64];
@@ -679,14 +680,16 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       score = -negamax<NodeType::Interior>(-beta, -alpha, new_depth, ply + 1,
                                            !pv_node && !cut_node);
     } else {
-      // Late-move reductions (the root searches every move to the full depth).
+      // Late-move reductions (at the root only with lmr_root; it has no static evaluation, so
+      // no `improving` term there).
       int reduction = 0;
-      if (!root_node && depth >= 3 && move_number > 1 + (pv_node ? 1 : 0) &&
-          (quiet || order_score < 0)) {
+      if ((!root_node || parameters_.lmr_root > 0) && depth >= 3 &&
+          move_number > 1 + (pv_node ? 1 : 0) && (quiet || order_score < 0)) {
         reduction = reductions_[std::min(depth, 63)][std::min(move_number, 63)];
         if (pv_node) --reduction;
-        if (!improving) ++reduction;
+        if (!improving && !root_node) ++reduction;
         if (cut_node) ++reduction;
+        if (table_move_tactical) reduction += parameters_.lmr_table_capture;
         if (gives_check) --reduction;
         if (quiet && MovePicker::is_external(order_score)) {
           // hybrid: the external ranking decides (its first moves less, its last ones more).
@@ -821,6 +824,14 @@ int Search::quiescence(int alpha, int beta, int ply) {
     raw_eval = raw_evaluation(entry);
     static_eval = corrected_evaluation(raw_eval);
     best = static_eval;
+    if (parameters_.quiescence_table_eval > 0 && entry.hit) {
+      const int table_score = score_from_table(entry.score, ply);
+      if (!is_mate_score(table_score) &&
+          ((entry.bound == Bound::Lower && table_score > best) ||
+           (entry.bound == Bound::Upper && table_score < best) || entry.bound == Bound::Exact)) {
+        best = table_score;
+      }
+    }
     if (best >= beta) return best;  // stand pat
     alpha = std::max(alpha, best);
   }

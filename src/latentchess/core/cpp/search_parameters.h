@@ -48,6 +48,11 @@ struct SearchParameters {
   int lmr_divisor_percent = 225;
   // Late-move reductions: one ply less (more) per this much history score of a quiet move.
   int lmr_history_divisor = 10000;
+  // Late-move reductions at the root too (1), or every root move to the full depth (0).
+  int lmr_root = 0;
+  // Late-move reductions: this many plies more when the table move is a capture or promotion
+  // (the node's best line is tactical, so the quiet alternatives rarely matter; 0: off).
+  int lmr_table_capture = 0;
   // Singular extension: the bound is the table score minus this many centipawns per ply.
   int singular_margin_per_depth = 2;
   // Singular extension: from this depth on.
@@ -71,6 +76,9 @@ struct SearchParameters {
   int history_bonus_max = 1600;
   // Quiescence delta pruning: a capture that cannot lift eval + victim + margin to alpha.
   int quiescence_delta_margin = 200;
+  // Quiescence: stand pat on the table's score where its bound points past the static
+  // evaluation, as the main search's pruning does (1), or on the static evaluation alone (0).
+  int quiescence_table_eval = 0;
   // Capture history: captures' order moves by history / this divisor (0: off, captures by
   // victim and attacker alone).
   int capture_history_divisor = 0;
@@ -112,6 +120,10 @@ struct SearchParameters {
     at_least("null_move_eval_divisor", null_move_eval_divisor, 1);
     at_least("lmr_divisor_percent", lmr_divisor_percent, 1);
     at_least("lmr_history_divisor", lmr_history_divisor, 1);
+    at_least("lmr_root", lmr_root, 0);
+    at_most("lmr_root", lmr_root, 1);
+    at_least("lmr_table_capture", lmr_table_capture, 0);
+    at_most("lmr_table_capture", lmr_table_capture, 2);
     at_least("late_move_pruning_base", late_move_pruning_base, 0);
     at_least("aspiration_delta", aspiration_delta, 1);
     at_least("singular_min_depth", singular_min_depth, 1);
@@ -127,6 +139,8 @@ struct SearchParameters {
     at_least("time_score_drop_percent", time_score_drop_percent, 1);
     at_least("time_moves_to_go", time_moves_to_go, 1);
     at_least("capture_history_divisor", capture_history_divisor, 0);
+    at_least("quiescence_table_eval", quiescence_table_eval, 0);
+    at_most("quiescence_table_eval", quiescence_table_eval, 1);
     at_least("correction_history_percent", correction_history_percent, 0);
     at_most("correction_history_percent", correction_history_percent, 400);
     at_least("time_iteration_percent", time_iteration_percent, 1);
