@@ -12,7 +12,7 @@ import pytest
 from latentchess.cli import main as cli_main
 from latentchess.core import _native
 from latentchess.nnue.dataset import build_cache, parse_source
-from latentchess.nnue.distil import DistilConfig, StaticEvaluator, label_static
+from latentchess.nnue.distil import DistilConfig, StaticEvaluator, iter_fens, label_static
 from latentchess.nnue.features import parse_feature_set
 
 STOCKFISH = "/usr/games/stockfish"
@@ -148,6 +148,10 @@ def test_label_static_reads_selfplay_records(tmp_path: Path) -> None:
     from_dir = tmp_path / "from-dir"
     label_static(DistilConfig(sources=(games,), out=from_dir, progress=False, random_plies=(1.0,)))
     assert _read_parts(from_dir) == rows
+    # Records are numbered from 0, as read_records and its errors number them (lines from 1).
+    numbered = [(path.name, number) for path, number, _ in iter_fens((games,))]
+    assert numbered == [("selfplay-s0of1.bin", n) for n in range(len(records))]
+    assert [n for _, n, _ in iter_fens((tmp_path / "positions.csv.gz",))][:2] == [1, 2]
     (tmp_path / "empty").mkdir()
     with pytest.raises(Exception, match=r"holds no \.bin files"):
         label_static(DistilConfig(sources=(tmp_path / "empty",), out=tmp_path / "none"))

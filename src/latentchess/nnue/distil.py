@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from latentchess.errors import LatentChessError
+from latentchess.errors import DataFormatError, LatentChessError
 
 __all__ = ["DistilConfig", "StaticEvaluator", "label_static", "iter_fens", "is_quiet"]
 
@@ -142,8 +142,9 @@ class StaticEvaluator:
 
 def iter_fens(sources: tuple[Path, ...]) -> Iterator[tuple[Path, int, str]]:
     """(file, line or record number, FEN) of every position of the sources: the first
-    comma-separated field of a labelled CSV (gzip or not), or the position of each record of a
-    ``data selfplay`` ``.bin`` file (numbered from 1 like lines)."""
+    comma-separated field of a labelled CSV (gzip or not; lines count from 1), or the position of
+    each record of a ``data selfplay`` ``.bin`` file (records count from 0, as ``read_records``
+    and its errors number them, at byte offset 40 x number)."""
     from latentchess.data.packed_sfen import bin_files, read_records
 
     for path in sources:
@@ -151,7 +152,7 @@ def iter_fens(sources: tuple[Path, ...]) -> Iterator[tuple[Path, int, str]]:
             raise LatentChessError(f"position source {str(path)!r} does not exist")
         if path.suffix == ".bin":
             for number, record in read_records(path):
-                yield path, number + 1, record.fen
+                yield path, number, record.fen
             continue
         if path.is_dir():
             files = bin_files(path)
@@ -236,7 +237,12 @@ def label_static(cfg: DistilConfig) -> dict[str, int]:
             try:
                 position = _perturb(fen, plies, rng)
             except ValueError as error:
-                raise LatentChessError(f"{path}:{number}: bad FEN {fen!r}: {error}") from error
+                problem = f"bad FEN {fen!r}: {error}"
+                if path.suffix == ".bin":
+                    raise DataFormatError(
+                        f"record {number}: {problem}", path=path, offset=number * 40
+                    ) from error
+                raise DataFormatError(problem, path=path, line=number) from error
             if position is None:
                 counts["no_move"] += 1
                 continue
