@@ -102,6 +102,7 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("lmr_root", 1, 2),
         ("lmr_table_capture", 1, 3),
         ("quiescence_table_eval", 1, 2),
+        ("table_cut_history", 1, 2),
     ],
 )
 def test_pruning_switches_change_the_search_only_when_set(

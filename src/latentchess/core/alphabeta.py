@@ -115,6 +115,7 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("singular_negative_extension", 1, 0, 2, 0.5, "table move's plies less (0: off)"),
     _parameter("probcut_margin", 200, 0, 400, 15, "ProbCut: beta + N cp at depth - 4 (0: off)"),
     _parameter("razoring_margin", 0, 0, 600, 20, "razoring below alpha - N cp/ply (0: off)"),
+    _parameter("table_cut_history", 0, 0, 1, 0.5, "table cut-offs reward quiet moves (0: off)"),
     _parameter("history_bonus_per_depth_squared", 16, 4, 40, 2, "history bonus per ply^2"),
     _parameter("history_bonus_max", 1600, 400, 4000, 150, "largest history bonus"),
     _parameter("quiescence_delta_margin", 200, 50, 400, 15, "quiescence delta pruning (cp)"),

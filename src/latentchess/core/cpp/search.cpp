@@ -474,6 +474,10 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       const int score = score_from_table(entry.score, ply);
       if (entry.bound == Bound::Exact || (entry.bound == Bound::Lower && score >= beta) ||
           (entry.bound == Bound::Upper && score <= alpha)) {
+        if (parameters_.table_cut_history > 0 && score >= beta && table_move != Move::none() &&
+            !is_tactical(position_, table_move)) {
+          update_quiet_stats(ply, table_move, nullptr, 0, depth);
+        }
         return score;
       }
     }

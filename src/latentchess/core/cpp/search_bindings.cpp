@@ -105,6 +105,7 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"singular_negative_extension", &SearchParameters::singular_negative_extension},
       {"probcut_margin", &SearchParameters::probcut_margin},
       {"razoring_margin", &SearchParameters::razoring_margin},
+      {"table_cut_history", &SearchParameters::table_cut_history},
       {"history_bonus_per_depth_squared", &SearchParameters::history_bonus_per_depth_squared},
       {"history_bonus_max", &SearchParameters::history_bonus_max},
       {"quiescence_delta_margin", &SearchParameters::quiescence_delta_margin},

@@ -70,6 +70,9 @@ struct SearchParameters {
   // Razoring: at depths up to 3, when eval + this many centipawns per ply stays below alpha, a
   // quiescence search decides the node if it confirms the fail-low (0: off).
   int razoring_margin = 0;
+  // A table cut-off by a quiet table move (lower bound at or above beta) rewards that move in
+  // the quiet histories, killers and counter-move as a searched cut-off would (1), or not (0).
+  int table_cut_history = 0;
   // History bonus of a cut-off: per_depth_squared * depth^2 ...
   int history_bonus_per_depth_squared = 16;
   // ... up to this.
@@ -134,6 +137,8 @@ struct SearchParameters {
     at_most("singular_negative_extension", singular_negative_extension, 2);
     at_least("probcut_margin", probcut_margin, 0);
     at_least("razoring_margin", razoring_margin, 0);
+    at_least("table_cut_history", table_cut_history, 0);
+    at_most("table_cut_history", table_cut_history, 1);
     at_least("history_bonus_per_depth_squared", history_bonus_per_depth_squared, 0);
     at_least("history_bonus_max", history_bonus_max, 0);
     at_most("history_bonus_max", history_bonus_max, 16384);  // the histories' gravity bound
