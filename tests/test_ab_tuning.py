@@ -64,13 +64,16 @@ def test_correction_history_changes_the_search_only_when_on_and_new_game_clears_
 
 
 def test_capture_history_reorders_captures_only_when_weighted() -> None:
-    """Off by default (a divisor of 0: the bench above is unchanged); with a divisor, captures
-    that cut off before rise in the order, so the same search visits other nodes, the same
-    number each time from a new game, and still returns a legal move."""
-    off = _nodes(AlphaBeta("hce", hash_mb=4))
+    """On by default at a divisor of 512 (since an SPRT kept it); off (0), the table is never
+    read, and a heavier weight (16) reorders captures more: each visits other nodes than the
+    default, the same number each time from a new game, and returns a legal move."""
+    default = _nodes(AlphaBeta("hce", hash_mb=4))
+    off = _nodes(AlphaBeta("hce", hash_mb=4, parameters={"capture_history_divisor": 0}))
+    assert off != default
+    assert _nodes(AlphaBeta("hce", hash_mb=4, parameters={"capture_history_divisor": 0})) == off
     engine = AlphaBeta("hce", hash_mb=4, parameters={"capture_history_divisor": 16})
     on = _nodes(engine)
-    assert on != off
+    assert on not in (off, default)
     assert _nodes(engine) == on
     board = chess.Board(MIDDLEGAME)
     result = engine.search(board, chess.engine.Limit(depth=8))
@@ -99,7 +102,7 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
     [
         ("probcut_margin", 0, None),  # on by default (200)
         ("razoring_margin", 300, None),
-        ("lmr_root", 1, 2),
+        ("lmr_root", 0, 2),  # on by default (1)
         ("lmr_table_capture", 1, 3),
         ("quiescence_table_eval", 1, 2),
         ("table_cut_history", 1, 2),
