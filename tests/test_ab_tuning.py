@@ -103,9 +103,9 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("probcut_margin", 0, None),  # on by default (200)
         ("razoring_margin", 300, None),
         ("lmr_root", 0, 2),  # on by default (1)
-        ("lmr_table_capture", 1, 3),
-        ("quiescence_table_eval", 1, 2),
-        ("table_cut_history", 1, 2),
+        ("lmr_table_capture", 0, 3),  # on by default (1)
+        ("quiescence_table_eval", 0, 2),  # on by default
+        ("table_cut_history", 0, 2),  # on by default
     ],
 )
 def test_pruning_switches_change_the_search_only_when_set(
