@@ -53,7 +53,7 @@ struct SearchParameters {
   int lmr_root = 1;
   // Late-move reductions: this many plies more when the table move is a capture or promotion
   // (the node's best line is tactical, so the quiet alternatives rarely matter; 0: off).
-  int lmr_table_capture = 1;  // 1 since its SPRT with the two switches below (bundle2)
+  int lmr_table_capture = 1;  // on since one SPRT with table_cut_history, quiescence_table_eval
   // Singular extension: the bound is the table score minus this many centipawns per ply.
   int singular_margin_per_depth = 2;
   // Singular extension: from this depth on.
@@ -73,7 +73,7 @@ struct SearchParameters {
   int razoring_margin = 0;
   // A table cut-off by a quiet table move (lower bound at or above beta) rewards that move in
   // the quiet histories, killers and counter-move as a searched cut-off would (1), or not (0).
-  int table_cut_history = 1;  // 1 since its SPRT (bundle2, with the two beside it)
+  int table_cut_history = 1;  // on: the SPRT of lmr_table_capture
   // History bonus of a cut-off: per_depth_squared * depth^2 ...
   int history_bonus_per_depth_squared = 16;
   // ... up to this.
@@ -82,7 +82,7 @@ struct SearchParameters {
   int quiescence_delta_margin = 200;
   // Quiescence: stand pat on the table's score where its bound points past the static
   // evaluation, as the main search's pruning does (1), or on the static evaluation alone (0).
-  int quiescence_table_eval = 1;  // 1 since its SPRT (bundle2, with the two beside it)
+  int quiescence_table_eval = 1;  // on: the SPRT of lmr_table_capture
   // Capture history: captures' order moves by history / this divisor (0: off, captures by
   // victim and attacker alone). The victim term spans 64 (pawn) to 576 (queen) and the history
   // +-16,384, so 16 or 64 let the history override the victim; about 512 keeps it a tie-break
