@@ -751,9 +751,11 @@ class HumanPlay:
 
     def _verifier_engine(self) -> AlphaBetaEngine:
         if self._verifier is None:
-            from latentchess.engines.ab import AlphaBetaEngine
+            from latentchess.engines.ab import AlphaBetaConfig, AlphaBetaEngine
 
-            self._verifier = AlphaBetaEngine(name="human-verify")
+            # A blunder check searches every root move to the full depth (no root reductions).
+            config = AlphaBetaConfig(search_parameters={"lmr_root": 0})
+            self._verifier = AlphaBetaEngine(config, name="human-verify")
         return self._verifier
 
     def _search(
