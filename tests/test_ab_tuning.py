@@ -106,6 +106,10 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("lmr_table_capture", 0, 3),  # on by default (1)
         ("quiescence_table_eval", 0, 2),  # on by default
         ("table_cut_history", 0, 2),  # on by default
+        ("lmr_table_pv", 1, 4),
+        ("lmr_cutoff_count", 1, 3),
+        ("lmr_deeper_margin", 64, None),
+        ("futility_lmr_depth", 1, 2),
     ],
 )
 def test_pruning_switches_change_the_search_only_when_set(

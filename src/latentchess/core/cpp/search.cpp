@@ -228,6 +228,13 @@ void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried
   if (previous[0] >= 0) history_.counter_moves[previous[0]] = best;
 }
 
+void Search::update_continuation(int ply, int amount) {
+  const int slot = plies_[ply].slot;
+  for (int back = 1; back <= 2 && ply >= back; ++back) {
+    history_.continuation.update(plies_[ply - back].slot, slot, amount);
+  }
+}
+
 void Search::update_capture_stats(Move best, const Move* tried, int tried_count, int depth) {
   if (parameters_.capture_history_divisor == 0) return;  // off: the table is never read
   const int bonus = history_bonus(depth);
@@ -448,6 +455,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     --nodes_;  // counted again by the quiescence search
     return quiescence(alpha, beta, ply);
   }
+  plies_[ply + 2].cutoff_count = 0;  // counts for this node's children's late-move reductions
 
   const std::uint64_t key = position_.key();
   const Color us = position_.side_to_move();
@@ -460,6 +468,10 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   int eval = -kInfinity;
   bool improving = false;
   int singular_extension = 0;
+  // On the PV, or stored from it once (kept through a singular verification of the same node).
+  bool table_pv = pv_node;
+  bool likely_fail_low = false;  // a PV node whose table says the moves fail low here
+  if constexpr (root_node) plies_[ply].table_pv = true;
 
   // Before the moves: the table, the evaluation, pruning and the singular extension. The root
   // has none of it: run() ordered its moves, nothing may cut it off, and it leaves the table,
@@ -470,6 +482,11 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
         position_.is_legal(entry.move)) {
       table_move = entry.move;
     }
+    table_pv = excluded != Move::none() ? plies_[ply].table_pv
+                                        : pv_node || (entry.hit && entry.was_pv);
+    likely_fail_low = pv_node && table_move != Move::none() && entry.bound == Bound::Upper &&
+                      entry.depth >= depth;
+    plies_[ply].table_pv = table_pv;
     if (entry.hit && !pv_node && excluded == Move::none() && entry.depth >= depth) {
       const int score = score_from_table(entry.score, ply);
       if (entry.bound == Bound::Exact || (entry.bound == Bound::Lower && score >= beta) ||
@@ -566,7 +583,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
           if (stopped_) return 0;
           if (score >= probcut_beta) {
             table_.store(key, move, score_to_table(score, ply), raw_eval, depth - 3,
-                         Bound::Lower);
+                         Bound::Lower, table_pv);
             return score;
           }
         }
@@ -645,6 +662,11 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     // Pruning candidates at low depth; moves that give check are exempt (decided after the move).
     bool prune_unless_check = false;
     if (!root_node && best > -kMateInMaxPly && has_non_pawn_material(us) && !in_check) {
+      // The depth the margins are measured at: the node's, or the one LMR would search to.
+      const int margin_depth =
+          parameters_.futility_lmr_depth > 0
+              ? std::max(0, depth - 1 - reductions_[std::min(depth, 63)][std::min(move_number, 63)])
+              : depth;
       // Late-move pruning: quiet moves this late rarely matter.
       if (limits_.late_move_pruning && quiet && depth <= 7 &&
           quiet_count + quiets_pruned >=
@@ -654,14 +676,16 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       // Futility pruning: so far below alpha at low depth that a quiet move cannot lift it.
       if (limits_.futility_pruning && quiet && !prune_unless_check &&
           depth <= parameters_.futility_depth &&
-          eval + parameters_.futility_base + parameters_.futility_per_depth * depth <= alpha) {
+          eval + parameters_.futility_base + parameters_.futility_per_depth * margin_depth <=
+              alpha) {
         prune_unless_check = true;
       }
       // SEE pruning: a move that loses too much material.
       if (limits_.see_pruning && !prune_unless_check && depth <= parameters_.futility_depth &&
           move_number > 1) {
         const int threshold = tactical ? -parameters_.see_tactical_per_depth * depth
-                                       : -parameters_.see_quiet_per_depth_squared * depth * depth;
+                                       : -parameters_.see_quiet_per_depth_squared *
+                                             margin_depth * margin_depth;
         prune_unless_check = !see_at_least(position_, move, threshold);
       }
     }
@@ -678,7 +702,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     const std::uint64_t nodes_before = nodes_;
     do_move(move);
     const bool gives_check = position_.in_check();
-    const int new_depth = depth - 1 + extension;
+    int new_depth = depth - 1 + extension;
     int score = 0;
     if (move_number == 1) {
       score = -negamax<NodeType::Interior>(-beta, -alpha, new_depth, ply + 1,
@@ -694,6 +718,8 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
         if (!improving && !root_node) ++reduction;
         if (cut_node) ++reduction;
         if (table_move_tactical) reduction += parameters_.lmr_table_capture;
+        if (table_pv && !likely_fail_low) reduction -= parameters_.lmr_table_pv;
+        if (plies_[ply + 1].cutoff_count > 3) reduction += parameters_.lmr_cutoff_count;
         if (gives_check) --reduction;
         if (quiet && MovePicker::is_external(order_score)) {
           // hybrid: the external ranking decides (its first moves less, its last ones more).
@@ -708,7 +734,19 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       score = -negamax<NodeType::Interior>(-alpha - 1, -alpha, new_depth - reduction, ply + 1,
                                            true);
       if (score > alpha && reduction > 0) {
-        score = -negamax<NodeType::Interior>(-alpha - 1, -alpha, new_depth, ply + 1, !cut_node);
+        const int reduced_depth = new_depth - reduction;
+        if (parameters_.lmr_deeper_margin > 0) {
+          // Deeper past a clear margin, shallower when it barely beat the best so far.
+          new_depth += (score > alpha + parameters_.lmr_deeper_margin + 11 * reduction) -
+                       (score < best + new_depth);
+        }
+        if (new_depth > reduced_depth) {
+          score = -negamax<NodeType::Interior>(-alpha - 1, -alpha, new_depth, ply + 1, !cut_node);
+        }
+        if (parameters_.lmr_deeper_margin > 0 && quiet && !stopped_) {
+          update_continuation(ply, score > alpha ? history_bonus(new_depth)
+                                                 : -history_bonus(new_depth));
+        }
       }
       if (pv_node && score > alpha && score < beta) {
         score = -negamax<NodeType::Interior>(-beta, -alpha, new_depth, ply + 1, false);
@@ -743,6 +781,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
         alpha = score;
         if (pv_node) update_pv(ply, move);
         if (score >= beta) {
+          plies_[ply].cutoff_count += 1 + (table_move == Move::none() ? 1 : 0);
           // The root's cut-offs (aspiration fail-highs) leave the history as it is.
           if (!root_node && quiet) {
             update_quiet_stats(ply, move, quiets_tried, quiet_count, depth);
@@ -770,8 +809,11 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
                         : (pv_node && best > original_alpha) ? Bound::Exact
                                                              : Bound::Upper;
     if (excluded == Move::none()) {
+      // A fail-low under a PV node stays marked as once on the PV.
+      const bool store_pv =
+          table_pv || (bound == Bound::Upper && plies_[ply - 1].table_pv && depth > 3);
       table_.store(key, best_move, score_to_table(best, ply), in_check ? 0 : raw_eval, depth,
-                   bound);
+                   bound, store_pv);
       // Correction history: a quiet (or no) best move's result against the static evaluation,
       // unless its bound lies on the evaluation's side and so says nothing about the gap.
       if (!in_check && parameters_.correction_history_percent > 0 && !is_mate_score(best) &&
@@ -886,7 +928,8 @@ int Search::quiescence(int alpha, int beta, int ply) {
   const Bound bound = best >= beta ? Bound::Lower
                       : (pv_node && best > original_alpha) ? Bound::Exact
                                                            : Bound::Upper;
-  table_.store(key, best_move, score_to_table(best, ply), in_check ? 0 : raw_eval, 0, bound);
+  table_.store(key, best_move, score_to_table(best, ply), in_check ? 0 : raw_eval, 0, bound,
+               entry.hit && entry.was_pv);
   return best;
 }
 

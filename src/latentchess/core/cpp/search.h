@@ -139,6 +139,8 @@ class Search {
     bool null_move = false;
     Move excluded = Move::none();  // singular-extension verification: the move left out
     int double_extensions = 0;     // double singular extensions on the line to this ply
+    bool table_pv = false;  // on the PV, or its table entry was stored from a PV node
+    int cutoff_count = 0;   // beta cut-offs at this ply under the node two plies up
   };
 
   // The root is searched by the same negamax as every other node, with its own moves (root_moves_
@@ -178,6 +180,8 @@ class Search {
   // The history bonus (malus when negated) of a cut-off at `depth`, shared by the quiet and
   // capture statistics.
   int history_bonus(int depth) const;
+  // The continuation histories of ply's move (plies_[ply].slot) after the two moves before it.
+  void update_continuation(int ply, int amount);
   void update_capture_stats(Move best, const Move* tried, int tried_count, int depth);
   IterationReport report(int depth, int lines) const;
 

@@ -54,6 +54,22 @@ struct SearchParameters {
   // Late-move reductions: this many plies more when the table move is a capture or promotion
   // (the node's best line is tactical, so the quiet alternatives rarely matter; 0: off).
   int lmr_table_capture = 1;  // on since one SPRT with table_cut_history, quiescence_table_eval
+  // Late-move reductions: this many plies less at a node that is or was on the PV (a PV node, or
+  // one whose table entry was stored from one), unless it is a PV node likely to fail low (its
+  // table move's entry is an upper bound at this depth or deeper) (0: off).
+  int lmr_table_pv = 0;
+  // Late-move reductions: this many plies more when the next ply's nodes under this node's
+  // parent have already cut off more than 3 times (0: off).
+  int lmr_cutoff_count = 0;
+  // Late-move reductions: when a reduced move beats alpha, the full-depth re-search goes one ply
+  // deeper if it beat alpha by this many centipawns plus 11 per ply of reduction, one ply
+  // shallower if it stayed within the depth's centipawns of the best so far; a quiet move's
+  // continuation histories learn whether the re-search beat alpha (0: off, the re-search at the
+  // unreduced depth and no history update).
+  int lmr_deeper_margin = 0;
+  // Futility and quiet SEE pruning measure their margins at the depth late-move reductions would
+  // search the move to (1), or at the node's depth (0).
+  int futility_lmr_depth = 0;
   // Singular extension: the bound is the table score minus this many centipawns per ply.
   int singular_margin_per_depth = 2;
   // Singular extension: from this depth on.
@@ -131,6 +147,13 @@ struct SearchParameters {
     at_most("lmr_root", lmr_root, 1);
     at_least("lmr_table_capture", lmr_table_capture, 0);
     at_most("lmr_table_capture", lmr_table_capture, 2);
+    at_least("lmr_table_pv", lmr_table_pv, 0);
+    at_most("lmr_table_pv", lmr_table_pv, 3);
+    at_least("lmr_cutoff_count", lmr_cutoff_count, 0);
+    at_most("lmr_cutoff_count", lmr_cutoff_count, 2);
+    at_least("lmr_deeper_margin", lmr_deeper_margin, 0);
+    at_least("futility_lmr_depth", futility_lmr_depth, 0);
+    at_most("futility_lmr_depth", futility_lmr_depth, 1);
     at_least("late_move_pruning_base", late_move_pruning_base, 0);
     at_least("aspiration_delta", aspiration_delta, 1);
     at_least("singular_min_depth", singular_min_depth, 1);

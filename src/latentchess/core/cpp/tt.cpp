@@ -84,6 +84,7 @@ ProbeResult TranspositionTable::probe(std::uint64_t key) const {
       result.static_eval = entry.static_eval;
       result.depth = entry.depth;
       result.bound = entry.bound();
+      result.was_pv = entry.was_pv();
       return result;
     }
   }
@@ -91,7 +92,7 @@ ProbeResult TranspositionTable::probe(std::uint64_t key) const {
 }
 
 void TranspositionTable::store(std::uint64_t key, Move move, int score, int static_eval,
-                               int depth, Bound bound) {
+                               int depth, Bound bound, bool was_pv) {
   Bucket& bucket = buckets_[bucket_index(key)];
   const auto check = static_cast<std::uint32_t>(key);
   // One snapshot of the bucket: another thread may change it meanwhile (the last write wins).
@@ -105,7 +106,7 @@ void TranspositionTable::store(std::uint64_t key, Move move, int score, int stat
       target_index = i;
       break;
     }
-    const int age = (generation_ - entry.generation()) & 63;
+    const int age = (generation_ - entry.generation() + kGenerations) % kGenerations;
     const int worth = entry.bound() == Bound::None ? -(1 << 20) : entry.depth - 8 * age;
     if (worth < worst) {
       worst = worth;
@@ -123,8 +124,8 @@ void TranspositionTable::store(std::uint64_t key, Move move, int score, int stat
   target.score = static_cast<std::int16_t>(score);
   target.static_eval = static_cast<std::int16_t>(static_eval);
   target.depth = static_cast<std::int8_t>(std::clamp(depth, -1, 127));
-  target.generation_and_bound =
-      static_cast<std::uint8_t>((generation_ << 2) | static_cast<std::uint8_t>(bound));
+  target.generation_and_bound = static_cast<std::uint8_t>(
+      (generation_ << 3) | (was_pv ? 4 : 0) | static_cast<std::uint8_t>(bound));
   save(bucket, target_index, target);
 }
 

@@ -36,10 +36,11 @@ struct TableEntry {
   std::int16_t score = 0;
   std::int16_t static_eval = 0;
   std::int8_t depth = 0;
-  std::uint8_t generation_and_bound = 0;  // generation << 2 | bound
+  std::uint8_t generation_and_bound = 0;  // generation << 3 | was_pv << 2 | bound
 
   Bound bound() const { return static_cast<Bound>(generation_and_bound & 3); }
-  std::uint8_t generation() const { return generation_and_bound >> 2; }
+  bool was_pv() const { return (generation_and_bound >> 2) & 1; }
+  std::uint8_t generation() const { return generation_and_bound >> 3; }
 
   // Everything but the key in one word: move, score, static_eval, depth, generation_and_bound.
   std::uint64_t data() const;
@@ -54,23 +55,26 @@ struct ProbeResult {
   int static_eval = 0;
   int depth = 0;
   Bound bound = Bound::None;
+  bool was_pv = false;  // stored from a PV node, or from a node whose entry said so
 };
 
 class TranspositionTable {
  public:
   static constexpr int kBucketSize = 5;
+  static constexpr int kGenerations = 32;  // 5 bits of an entry; ages count modulo this
 
   explicit TranspositionTable(std::size_t megabytes = 16);
 
   void resize(std::size_t megabytes);
   void clear();
-  void new_search() { generation_ = (generation_ + 1) & 63; }
+  void new_search() { generation_ = (generation_ + 1) % kGenerations; }
 
   ProbeResult probe(std::uint64_t key) const;
   // Start loading key's bucket into the cache (a hint; no effect on results).
   void prefetch(std::uint64_t key) const { __builtin_prefetch(&buckets_[bucket_index(key)]); }
   // Thread-safe against concurrent probes and stores (see the invariants above).
-  void store(std::uint64_t key, Move move, int score, int static_eval, int depth, Bound bound);
+  void store(std::uint64_t key, Move move, int score, int static_eval, int depth, Bound bound,
+             bool was_pv = false);
 
   // Permille of a sample of entries written in the current search (UCI "hashfull").
   int hashfull() const;
