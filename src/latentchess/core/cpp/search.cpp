@@ -547,6 +547,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
                                        (eval - beta) / parameters_.null_move_eval_divisor);
         plies_[ply].current = Move::none();
         plies_[ply].slot = -1;
+        plies_[ply].quiet = false;
         plies_[ply].null_move = true;
         do_null_move();
         const int score = -negamax<NodeType::Interior>(-beta, -beta + 1, depth - 1 - reduction,
@@ -572,6 +573,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
           if (!see_at_least(position_, move, probcut_beta - static_eval)) continue;
           plies_[ply].current = move;
           plies_[ply].slot = slot_of(move);
+          plies_[ply].quiet = false;  // ProbCut tries tactical moves only
           plies_[ply + 1].double_extensions = plies_[ply].double_extensions;
           do_move(move);
           int score = -quiescence(-probcut_beta, -probcut_beta + 1, ply + 1);
@@ -698,6 +700,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
     const int extension = move == table_move ? singular_extension : 0;
     plies_[ply].current = move;
     plies_[ply].slot = slot_of(move);
+    plies_[ply].quiet = quiet;
     plies_[ply + 1].double_extensions = plies_[ply].double_extensions + (extension == 2 ? 1 : 0);
     const std::uint64_t nodes_before = nodes_;
     do_move(move);
@@ -809,6 +812,11 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
                         : (pv_node && best > original_alpha) ? Bound::Exact
                                                              : Bound::Upper;
     if (excluded == Move::none()) {
+      // The opponent's quiet move into a node where every move failed low was a good one.
+      if (parameters_.fail_low_prior_bonus > 0 && best <= original_alpha &&
+          plies_[ply - 1].quiet && plies_[ply - 1].slot >= 0) {
+        update_continuation(ply - 1, history_bonus(depth) * (depth > 5 ? 2 : 1));
+      }
       // A fail-low under a PV node stays marked as once on the PV.
       const bool store_pv =
           table_pv || (bound == Bound::Upper && plies_[ply - 1].table_pv && depth > 3);

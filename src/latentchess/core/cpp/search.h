@@ -141,6 +141,7 @@ class Search {
     int double_extensions = 0;     // double singular extensions on the line to this ply
     bool table_pv = false;  // on the PV, or its table entry was stored from a PV node
     int cutoff_count = 0;   // beta cut-offs at this ply under the node two plies up
+    bool quiet = false;     // `current` is a quiet move
   };
 
   // The root is searched by the same negamax as every other node, with its own moves (root_moves_

@@ -70,6 +70,9 @@ struct SearchParameters {
   // Futility and quiet SEE pruning measure their margins at the depth late-move reductions would
   // search the move to (1), or at the node's depth (0).
   int futility_lmr_depth = 0;
+  // A node where every move failed low rewards the quiet move that led to it in its continuation
+  // histories (twice the depth's bonus from depth 6 on) (1), or not (0).
+  int fail_low_prior_bonus = 0;
   // Singular extension: the bound is the table score minus this many centipawns per ply.
   int singular_margin_per_depth = 2;
   // Singular extension: from this depth on.
@@ -154,6 +157,8 @@ struct SearchParameters {
     at_least("lmr_deeper_margin", lmr_deeper_margin, 0);
     at_least("futility_lmr_depth", futility_lmr_depth, 0);
     at_most("futility_lmr_depth", futility_lmr_depth, 1);
+    at_least("fail_low_prior_bonus", fail_low_prior_bonus, 0);
+    at_most("fail_low_prior_bonus", fail_low_prior_bonus, 1);
     at_least("late_move_pruning_base", late_move_pruning_base, 0);
     at_least("aspiration_delta", aspiration_delta, 1);
     at_least("singular_min_depth", singular_min_depth, 1);
