@@ -111,6 +111,7 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("lmr_deeper_margin", 64, None),
         ("futility_lmr_depth", 1, 2),
         ("fail_low_prior_bonus", 1, 2),
+        ("threat_history", 1, 2),
     ],
 )
 def test_pruning_switches_change_the_search_only_when_set(

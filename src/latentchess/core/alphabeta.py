@@ -113,6 +113,7 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("lmr_deeper_margin", 0, 0, 200, 8, "LMR re-search deeper past alpha+N (0: off)"),
     _parameter("futility_lmr_depth", 0, 0, 1, 0.5, "futility margins at the LMR depth (0: off)"),
     _parameter("fail_low_prior_bonus", 0, 0, 1, 0.5, "fail-low rewards the move before (0: off)"),
+    _parameter("threat_history", 0, 0, 1, 0.5, "history by threatened squares (0: off)"),
     _parameter("lmr_table_capture", 1, 0, 2, 0.5, "LMR: plies more if table move captures"),
     _parameter("singular_margin_per_depth", 2, 1, 5, 0.5, "singular bound, cp below per ply"),
     _parameter("singular_min_depth", 7, 4, 10, 0.5, "shallowest singular extension"),

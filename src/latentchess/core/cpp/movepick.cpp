@@ -21,6 +21,22 @@ PieceType captured_type(const Position& position, Move move) {
   return Pawn;  // a capture onto an empty square: en passant
 }
 
+Bitboard attacked_squares(const Position& position, Color color) {
+  const Bitboard occupied = position.occupied();
+  Bitboard attacked = pawn_attacks_bb(color, position.pieces(color, Pawn));
+  for (Bitboard knights = position.pieces(color, Knight); knights;) {
+    attacked |= attacks_from_knight(pop_lsb(knights));
+  }
+  const Bitboard queens = position.pieces(color, Queen);
+  for (Bitboard bishops = position.pieces(color, Bishop) | queens; bishops;) {
+    attacked |= attacks_from_bishop(pop_lsb(bishops), occupied);
+  }
+  for (Bitboard rooks = position.pieces(color, Rook) | queens; rooks;) {
+    attacked |= attacks_from_rook(pop_lsb(rooks), occupied);
+  }
+  return attacked | attacks_from_king(position.king_square(color));
+}
+
 MovePicker::MovePicker(const Position& position, Kind kind, Move table_move,
                        const Move killers[2], const HistoryTable& history,
                        const std::vector<Move>* external_order,
@@ -59,7 +75,7 @@ MovePicker::MovePicker(const Position& position, Kind kind, Move table_move,
     } else if (quiet_context != nullptr && move == quiet_context->counter_move) {
       score = kCounterMoveScore;
     } else {
-      score = history.get(us, move);
+      score = history.get(us, move, quiet_context != nullptr ? quiet_context->threats : 0);
       if (quiet_context != nullptr) {
         const int slot = history_slot(us, position.piece_type_on(move.from()), move.to());
         for (const std::int16_t* row : quiet_context->continuation) {

@@ -23,28 +23,43 @@
 
 namespace latentchess::core {
 
-// History of quiet moves that caused cut-offs, by side, from and to square ("butterfly" table).
+// The squares `color`'s pieces attack (pawns, pieces and king) in `position`.
+Bitboard attacked_squares(const Position& position, Color color);
+
+// History of quiet moves that caused cut-offs, by side, from and to square ("butterfly" table),
+// and by whether the opponent attacks the from and the to square (`threats`: the squares it
+// attacks; 0 keeps every move in the unthreatened quarter, a plain butterfly table).
 class HistoryTable {
  public:
   static constexpr int kMax = 16384;
 
-  int get(Color color, Move move) const {
-    return table_[color][move.from()][move.to()];
+  int get(Color color, Move move, Bitboard threats = 0) const {
+    return entry(color, move, threats);
   }
   // Gravity update: values stay in (-kMax, kMax) and recent results weigh more.
-  void update(Color color, Move move, int bonus) {
-    int& entry = table_[color][move.from()][move.to()];
-    entry += bonus - entry * (bonus < 0 ? -bonus : bonus) / kMax;
+  void update(Color color, Move move, int bonus, Bitboard threats = 0) {
+    int& value = entry(color, move, threats);
+    value += bonus - value * (bonus < 0 ? -bonus : bonus) / kMax;
   }
-  void clear() { table_ = {}; }
+  void clear() { std::fill(table_.begin(), table_.end(), 0); }
   void halve() {
-    for (auto& by_from : table_)
-      for (auto& by_to : by_from)
-        for (int& entry : by_to) entry /= 2;
+    for (int& value : table_) value /= 2;
   }
 
  private:
-  std::array<std::array<std::array<int, 64>, 64>, 2> table_{};
+  int& entry(Color color, Move move, Bitboard threats) {
+    return table_[index(color, move, threats)];
+  }
+  const int& entry(Color color, Move move, Bitboard threats) const {
+    return table_[index(color, move, threats)];
+  }
+  static std::size_t index(Color color, Move move, Bitboard threats) {
+    const std::size_t from_threatened = (threats >> move.from()) & 1;
+    const std::size_t to_threatened = (threats >> move.to()) & 1;
+    return (((static_cast<std::size_t>(color) * 2 + from_threatened) * 2 + to_threatened) * 64 +
+            move.from()) * 64 + move.to();
+  }
+  std::vector<int> table_ = std::vector<int>(2 * 2 * 2 * 64 * 64, 0);
 };
 
 // The history of quiet moves by what was played before them ("continuation history"): for the
@@ -182,6 +197,7 @@ struct QuietContext {
   Move counter_move = Move::none();
   const CaptureHistory* captures = nullptr;
   int capture_divisor = 0;
+  Bitboard threats = 0;  // the opponent's attacked squares for the butterfly table (0: unused)
 };
 
 class MovePicker {

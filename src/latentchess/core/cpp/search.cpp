@@ -214,10 +214,11 @@ void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried
   }
   const int bonus = history_bonus(depth);
   const Color us = position_.side_to_move();
+  const Bitboard threats = butterfly_threats();
   const int previous[2] = {ply >= 1 ? plies_[ply - 1].slot : -1,
                            ply >= 2 ? plies_[ply - 2].slot : -1};
   const auto reward = [&](Move move, int amount) {
-    history_.butterfly.update(us, move, amount);
+    history_.butterfly.update(us, move, amount, threats);
     const int slot = slot_of(move);
     for (int earlier : previous) history_.continuation.update(earlier, slot, amount);
   };
@@ -258,8 +259,15 @@ QuietContext Search::capture_context() const {
   return context;
 }
 
+Bitboard Search::butterfly_threats() const {
+  return parameters_.threat_history > 0
+             ? attacked_squares(position_, ~position_.side_to_move())
+             : Bitboard{0};
+}
+
 QuietContext Search::quiet_context(int ply) const {
   QuietContext context = capture_context();
+  context.threats = butterfly_threats();
   for (int back = 1; back <= 2; ++back) {
     if (ply >= back) {
       context.continuation[back - 1] = history_.continuation.row(plies_[ply - back].slot);

@@ -181,6 +181,8 @@ class Search {
   // The history bonus (malus when negated) of a cut-off at `depth`, shared by the quiet and
   // capture statistics.
   int history_bonus(int depth) const;
+  // The squares the opponent attacks, for the butterfly table (threat_history), or 0.
+  Bitboard butterfly_threats() const;
   // The continuation histories of ply's move (plies_[ply].slot) after the two moves before it.
   void update_continuation(int ply, int amount);
   void update_capture_stats(Move best, const Move* tried, int tried_count, int depth);

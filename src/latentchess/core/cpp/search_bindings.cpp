@@ -103,6 +103,7 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"lmr_deeper_margin", &SearchParameters::lmr_deeper_margin},
       {"futility_lmr_depth", &SearchParameters::futility_lmr_depth},
       {"fail_low_prior_bonus", &SearchParameters::fail_low_prior_bonus},
+      {"threat_history", &SearchParameters::threat_history},
       {"lmr_table_capture", &SearchParameters::lmr_table_capture},
       {"singular_margin_per_depth", &SearchParameters::singular_margin_per_depth},
       {"singular_min_depth", &SearchParameters::singular_min_depth},

@@ -73,6 +73,9 @@ struct SearchParameters {
   // A node where every move failed low rewards the quiet move that led to it in its continuation
   // histories (twice the depth's bonus from depth 6 on) (1), or not (0).
   int fail_low_prior_bonus = 0;
+  // The butterfly history also by whether the opponent attacks the move's from and to squares
+  // (1), or by side, from and to square alone (0).
+  int threat_history = 0;
   // Singular extension: the bound is the table score minus this many centipawns per ply.
   int singular_margin_per_depth = 2;
   // Singular extension: from this depth on.
@@ -159,6 +162,8 @@ struct SearchParameters {
     at_most("futility_lmr_depth", futility_lmr_depth, 1);
     at_least("fail_low_prior_bonus", fail_low_prior_bonus, 0);
     at_most("fail_low_prior_bonus", fail_low_prior_bonus, 1);
+    at_least("threat_history", threat_history, 0);
+    at_most("threat_history", threat_history, 1);
     at_least("late_move_pruning_base", late_move_pruning_base, 0);
     at_least("aspiration_delta", aspiration_delta, 1);
     at_least("singular_min_depth", singular_min_depth, 1);
