@@ -109,9 +109,9 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("lmr_table_pv", 1, 4),
         ("lmr_cutoff_count", 1, 3),
         ("lmr_deeper_margin", 64, None),
-        ("futility_lmr_depth", 1, 2),
-        ("fail_low_prior_bonus", 1, 2),
-        ("threat_history", 1, 2),
+        ("futility_lmr_depth", 0, 2),  # on by default
+        ("fail_low_prior_bonus", 0, 2),  # on by default
+        ("threat_history", 0, 2),  # on by default
     ],
 )
 def test_pruning_switches_change_the_search_only_when_set(

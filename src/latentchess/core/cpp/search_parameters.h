@@ -69,13 +69,13 @@ struct SearchParameters {
   int lmr_deeper_margin = 0;
   // Futility and quiet SEE pruning measure their margins at the depth late-move reductions would
   // search the move to (1), or at the node's depth (0).
-  int futility_lmr_depth = 0;
+  int futility_lmr_depth = 1;  // on since one SPRT with the two others of bundle5 (+41 +- 23)
   // A node where every move failed low rewards the quiet move that led to it in its continuation
   // histories (twice the depth's bonus from depth 6 on) (1), or not (0).
-  int fail_low_prior_bonus = 0;
+  int fail_low_prior_bonus = 1;  // on since one SPRT with the two others of bundle5 (+41 +- 23)
   // The butterfly history also by whether the opponent attacks the move's from and to squares
   // (1), or by side, from and to square alone (0).
-  int threat_history = 0;
+  int threat_history = 1;  // on since one SPRT with the two others of bundle5 (+41 +- 23)
   // Singular extension: the bound is the table score minus this many centipawns per ply.
   int singular_margin_per_depth = 2;
   // Singular extension: from this depth on.
