@@ -753,9 +753,8 @@ class HumanPlay:
         if self._verifier is None:
             from latentchess.engines.ab import AlphaBetaConfig, AlphaBetaEngine
 
-            # A blunder check searches every root move to the full depth (no root reductions).
-            config = AlphaBetaConfig(search_parameters={"lmr_root": 0})
-            self._verifier = AlphaBetaEngine(config, name="human-verify")
+            # The default search, as `ab` verifies with itself: both play the same human moves.
+            self._verifier = AlphaBetaEngine(AlphaBetaConfig(), name="human-verify")
         return self._verifier
 
     def _search(
