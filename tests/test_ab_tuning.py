@@ -112,6 +112,8 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("futility_lmr_depth", 0, 2),  # on by default
         ("fail_low_prior_bonus", 0, 2),  # on by default
         ("threat_history", 0, 2),  # on by default
+        ("continuation_far", 1, 2),
+        ("history_bonus_per_depth", 100, None),
     ],
 )
 def test_pruning_switches_change_the_search_only_when_set(

@@ -192,8 +192,12 @@ struct SearchHistory {
 // tables for the moves 1 and 2 plies back (nullptr: none, e.g. after a null move or at the root),
 // the counter-move, and the capture history with its weight (captures' order moves by
 // history / divisor; nullptr or a divisor of 0: captures by victim and attacker alone).
+// How many earlier moves' continuation histories order a quiet move (Search::continuation_slot).
+inline constexpr int kContinuationPlies = 4;
+
 struct QuietContext {
-  const std::int16_t* continuation[2] = {nullptr, nullptr};
+  // The continuation histories' rows of the moves 1, 2, 4 and 6 plies back (nullptr: none).
+  const std::int16_t* continuation[kContinuationPlies] = {nullptr, nullptr, nullptr, nullptr};
   Move counter_move = Move::none();
   const CaptureHistory* captures = nullptr;
   int capture_divisor = 0;

@@ -201,7 +201,8 @@ void Search::update_pv(int ply, Move move) {
 }
 
 int Search::history_bonus(int depth) const {
-  return std::min(depth * depth * parameters_.history_bonus_per_depth_squared,
+  return std::min(depth * depth * parameters_.history_bonus_per_depth_squared +
+                      depth * parameters_.history_bonus_per_depth,
                   parameters_.history_bonus_max);
 }
 
@@ -215,8 +216,8 @@ void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried
   const int bonus = history_bonus(depth);
   const Color us = position_.side_to_move();
   const Bitboard threats = butterfly_threats();
-  const int previous[2] = {ply >= 1 ? plies_[ply - 1].slot : -1,
-                           ply >= 2 ? plies_[ply - 2].slot : -1};
+  int previous[kContinuationPlies];
+  for (int i = 0; i < kContinuationPlies; ++i) previous[i] = continuation_slot(ply, i);
   const auto reward = [&](Move move, int amount) {
     history_.butterfly.update(us, move, amount, threats);
     const int slot = slot_of(move);
@@ -231,8 +232,8 @@ void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried
 
 void Search::update_continuation(int ply, int amount) {
   const int slot = plies_[ply].slot;
-  for (int back = 1; back <= 2 && ply >= back; ++back) {
-    history_.continuation.update(plies_[ply - back].slot, slot, amount);
+  for (int i = 0; i < kContinuationPlies; ++i) {
+    history_.continuation.update(continuation_slot(ply, i), slot, amount);
   }
 }
 
@@ -246,6 +247,13 @@ void Search::update_capture_stats(Move best, const Move* tried, int tried_count,
   for (int i = 0; i < tried_count; ++i) {
     if (tried[i] != best) reward(tried[i], -bonus);
   }
+}
+
+int Search::continuation_slot(int ply, int index) const {
+  constexpr int kBack[kContinuationPlies] = {1, 2, 4, 6};
+  const int back = kBack[index];
+  if (ply < back || (index >= 2 && parameters_.continuation_far == 0)) return -1;
+  return plies_[ply - back].slot;
 }
 
 int Search::slot_of(Move move) const {
@@ -268,10 +276,8 @@ Bitboard Search::butterfly_threats() const {
 QuietContext Search::quiet_context(int ply) const {
   QuietContext context = capture_context();
   context.threats = butterfly_threats();
-  for (int back = 1; back <= 2; ++back) {
-    if (ply >= back) {
-      context.continuation[back - 1] = history_.continuation.row(plies_[ply - back].slot);
-    }
+  for (int i = 0; i < kContinuationPlies; ++i) {
+    context.continuation[i] = history_.continuation.row(continuation_slot(ply, i));
   }
   if (ply >= 1 && plies_[ply - 1].slot >= 0) {
     context.counter_move = history_.counter_moves[plies_[ply - 1].slot];

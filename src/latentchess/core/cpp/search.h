@@ -175,6 +175,9 @@ class Search {
   // The capture history alone (quiescence, ProbCut): no continuation rows or counter-move.
   QuietContext capture_context() const;
   int slot_of(Move move) const;
+  // The continuation slot of the index-th earlier move (1, 2, 4, 6 plies back from ply), or -1
+  // where there is none (the start of the line, a null move, continuation_far off for 4 and 6).
+  int continuation_slot(int ply, int index) const;
   // A cut-off's capture statistics (when the capture history has a weight): the cutting
   // capture (Move::none() when a quiet move cut) is rewarded, the captures tried before it
   // penalised.

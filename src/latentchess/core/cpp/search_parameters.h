@@ -76,6 +76,9 @@ struct SearchParameters {
   // The butterfly history also by whether the opponent attacks the move's from and to squares
   // (1), or by side, from and to square alone (0).
   int threat_history = 1;  // on since one SPRT with the two others of bundle5 (+41 +- 23)
+  // Quiet moves are ordered, and rewarded, by the continuation histories of the moves 4 and 6
+  // plies back as well (1), or of the moves 1 and 2 plies back alone (0).
+  int continuation_far = 0;
   // Singular extension: the bound is the table score minus this many centipawns per ply.
   int singular_margin_per_depth = 2;
   // Singular extension: from this depth on.
@@ -98,6 +101,8 @@ struct SearchParameters {
   int table_cut_history = 1;  // on: the SPRT of lmr_table_capture
   // History bonus of a cut-off: per_depth_squared * depth^2 ...
   int history_bonus_per_depth_squared = 16;
+  // ... plus per_depth * depth (0: off) ...
+  int history_bonus_per_depth = 0;
   // ... up to this.
   int history_bonus_max = 1600;
   // Quiescence delta pruning: a capture that cannot lift eval + victim + margin to alpha.
@@ -164,6 +169,8 @@ struct SearchParameters {
     at_most("fail_low_prior_bonus", fail_low_prior_bonus, 1);
     at_least("threat_history", threat_history, 0);
     at_most("threat_history", threat_history, 1);
+    at_least("continuation_far", continuation_far, 0);
+    at_most("continuation_far", continuation_far, 1);
     at_least("late_move_pruning_base", late_move_pruning_base, 0);
     at_least("aspiration_delta", aspiration_delta, 1);
     at_least("singular_min_depth", singular_min_depth, 1);
@@ -175,6 +182,7 @@ struct SearchParameters {
     at_least("table_cut_history", table_cut_history, 0);
     at_most("table_cut_history", table_cut_history, 1);
     at_least("history_bonus_per_depth_squared", history_bonus_per_depth_squared, 0);
+    at_least("history_bonus_per_depth", history_bonus_per_depth, 0);
     at_least("history_bonus_max", history_bonus_max, 0);
     at_most("history_bonus_max", history_bonus_max, 16384);  // the histories' gravity bound
     at_least("time_unstable_percent", time_unstable_percent, 1);
