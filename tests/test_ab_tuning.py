@@ -113,6 +113,7 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("fail_low_prior_bonus", 0, 2),  # on by default
         ("threat_history", 0, 2),  # on by default
         ("continuation_far", 1, 2),
+        ("lmr_cut_node", 2, 4),  # 1 by default
         ("history_bonus_per_depth", 100, None),
     ],
 )

@@ -115,6 +115,7 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("fail_low_prior_bonus", 1, 0, 1, 0.5, "fail-low rewards the move before (0: off)"),
     _parameter("threat_history", 1, 0, 1, 0.5, "history by threatened squares (0: off)"),
     _parameter("continuation_far", 0, 0, 1, 0.5, "histories of moves 4, 6 plies back (0: off)"),
+    _parameter("lmr_cut_node", 1, 0, 3, 0.5, "LMR: plies more at expected cut nodes"),
     _parameter("lmr_table_capture", 1, 0, 2, 0.5, "LMR: plies more if table move captures"),
     _parameter("singular_margin_per_depth", 2, 1, 5, 0.5, "singular bound, cp below per ply"),
     _parameter("singular_min_depth", 7, 4, 10, 0.5, "shallowest singular extension"),

@@ -733,7 +733,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
         reduction = reductions_[std::min(depth, 63)][std::min(move_number, 63)];
         if (pv_node) --reduction;
         if (!improving && !root_node) ++reduction;
-        if (cut_node) ++reduction;
+        if (cut_node) reduction += parameters_.lmr_cut_node;
         if (table_move_tactical) reduction += parameters_.lmr_table_capture;
         if (table_pv && !likely_fail_low) reduction -= parameters_.lmr_table_pv;
         if (plies_[ply + 1].cutoff_count > 3) reduction += parameters_.lmr_cutoff_count;

@@ -105,6 +105,7 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"fail_low_prior_bonus", &SearchParameters::fail_low_prior_bonus},
       {"threat_history", &SearchParameters::threat_history},
       {"continuation_far", &SearchParameters::continuation_far},
+      {"lmr_cut_node", &SearchParameters::lmr_cut_node},
       {"lmr_table_capture", &SearchParameters::lmr_table_capture},
       {"singular_margin_per_depth", &SearchParameters::singular_margin_per_depth},
       {"singular_min_depth", &SearchParameters::singular_min_depth},

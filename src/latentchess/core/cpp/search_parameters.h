@@ -51,6 +51,9 @@ struct SearchParameters {
   // Late-move reductions at the root too (1), or every root move to the full depth (0). On since
   // its SPRT together with the capture history below (+31 +- 18 at 20,000 nodes).
   int lmr_root = 1;
+  // Late-move reductions: this many plies more at an expected cut node (a null-window child of
+  // a move that is not its node's first).
+  int lmr_cut_node = 1;
   // Late-move reductions: this many plies more when the table move is a capture or promotion
   // (the node's best line is tactical, so the quiet alternatives rarely matter; 0: off).
   int lmr_table_capture = 1;  // on since one SPRT with table_cut_history, quiescence_table_eval
@@ -156,6 +159,8 @@ struct SearchParameters {
     at_least("lmr_history_divisor", lmr_history_divisor, 1);
     at_least("lmr_root", lmr_root, 0);
     at_most("lmr_root", lmr_root, 1);
+    at_least("lmr_cut_node", lmr_cut_node, 0);
+    at_most("lmr_cut_node", lmr_cut_node, 3);
     at_least("lmr_table_capture", lmr_table_capture, 0);
     at_most("lmr_table_capture", lmr_table_capture, 2);
     at_least("lmr_table_pv", lmr_table_pv, 0);
