@@ -130,6 +130,7 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("quiescence_delta_margin", 200, 50, 400, 15, "quiescence delta pruning (cp)"),
     _parameter("quiescence_table_eval", 1, 0, 1, 0.5, "stand pat on the table's score (0: off)"),
     _parameter("capture_history_divisor", 512, 0, 1024, 32, "capture history's divisor (0: off)"),
+    _parameter("fifty_move_scaling", 0, 0, 1, 0.5, "evals shrink as the 50-move count runs"),
     _parameter("correction_history_percent", 0, 0, 200, 10, "correction history's share (%)"),
     _parameter("aspiration_delta", 20, 8, 50, 2, "first aspiration half-width (cp)"),
     _parameter("time_unstable_percent", 150, 100, 250, 8, "time factor, new best move (%)"),

@@ -857,6 +857,9 @@ int Search::raw_evaluation(const ProbeResult& entry) {
 }
 
 int Search::corrected_evaluation(int raw) const {
+  if (parameters_.fifty_move_scaling > 0) {
+    raw = raw * (200 - std::min(position_.halfmove_clock(), 100)) / 200;
+  }
   if (parameters_.correction_history_percent == 0) return raw;
   const int correction = history_.correction.get(position_.side_to_move(),
                                                  position_.pieces(White, Pawn),

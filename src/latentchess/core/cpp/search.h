@@ -154,7 +154,8 @@ class Search {
   int quiescence(int alpha, int beta, int ply);
   // The evaluator's static evaluation of the position: the table entry's when it holds one.
   int raw_evaluation(const ProbeResult& entry);
-  // The position's static evaluation `raw` plus the correction history's share for its pawns.
+  // The position's static evaluation `raw`, scaled by the fifty-move counter (when
+  // fifty_move_scaling is on), plus the correction history's share for its pawns.
   int corrected_evaluation(int raw) const;
 
   void do_move(Move move);

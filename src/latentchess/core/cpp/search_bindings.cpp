@@ -120,6 +120,7 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"quiescence_delta_margin", &SearchParameters::quiescence_delta_margin},
       {"quiescence_table_eval", &SearchParameters::quiescence_table_eval},
       {"capture_history_divisor", &SearchParameters::capture_history_divisor},
+      {"fifty_move_scaling", &SearchParameters::fifty_move_scaling},
       {"correction_history_percent", &SearchParameters::correction_history_percent},
       {"aspiration_delta", &SearchParameters::aspiration_delta},
       {"time_unstable_percent", &SearchParameters::time_unstable_percent},

@@ -119,6 +119,9 @@ struct SearchParameters {
   // among captures of similar victims, the weight Stockfish gives it. 512 since its SPRT together
   // with lmr_root (+31 +- 18 at 20,000 nodes).
   int capture_history_divisor = 512;
+  // Static evaluations shrink towards a draw as the fifty-move counter runs: times
+  // (200 - halfmove clock) / 200 (1), or not (0).
+  int fifty_move_scaling = 0;
   // Correction history: the share of its correction added to static evaluations, in hundredths
   // (0: off).
   int correction_history_percent = 0;
@@ -196,6 +199,8 @@ struct SearchParameters {
     at_least("capture_history_divisor", capture_history_divisor, 0);
     at_least("quiescence_table_eval", quiescence_table_eval, 0);
     at_most("quiescence_table_eval", quiescence_table_eval, 1);
+    at_least("fifty_move_scaling", fifty_move_scaling, 0);
+    at_most("fifty_move_scaling", fifty_move_scaling, 1);
     at_least("correction_history_percent", correction_history_percent, 0);
     at_most("correction_history_percent", correction_history_percent, 400);
     at_least("time_iteration_percent", time_iteration_percent, 1);
