@@ -207,7 +207,7 @@ int Search::history_bonus(int depth) const {
 }
 
 void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried_count,
-                                int depth) {
+                                int depth, Bitboard threats) {
   PlyState& state = plies_[ply];
   if (state.killers[0] != best) {
     state.killers[1] = state.killers[0];
@@ -215,7 +215,6 @@ void Search::update_quiet_stats(int ply, Move best, const Move* tried, int tried
   }
   const int bonus = history_bonus(depth);
   const Color us = position_.side_to_move();
-  const Bitboard threats = butterfly_threats();
   int previous[kContinuationPlies];
   for (int i = 0; i < kContinuationPlies; ++i) previous[i] = continuation_slot(ply, i);
   const auto reward = [&](Move move, int amount) {
@@ -507,7 +506,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
           (entry.bound == Bound::Upper && score <= alpha)) {
         if (parameters_.table_cut_history > 0 && score >= beta && table_move != Move::none() &&
             !is_tactical(position_, table_move)) {
-          update_quiet_stats(ply, table_move, nullptr, 0, depth);
+          update_quiet_stats(ply, table_move, nullptr, 0, depth, butterfly_threats());
         }
         return score;
       }
@@ -801,7 +800,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
           plies_[ply].cutoff_count += 1 + (table_move == Move::none() ? 1 : 0);
           // The root's cut-offs (aspiration fail-highs) leave the history as it is.
           if (!root_node && quiet) {
-            update_quiet_stats(ply, move, quiets_tried, quiet_count, depth);
+            update_quiet_stats(ply, move, quiets_tried, quiet_count, depth, context.threats);
           }
           if (!root_node) {
             update_capture_stats(quiet ? Move::none() : move, captures_tried, capture_count,

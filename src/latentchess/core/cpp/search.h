@@ -171,7 +171,10 @@ class Search {
   // hybrid: the external order of the current node's moves (limits.move_orders), if any.
   const std::vector<Move>* external_order(int ply) const;
   static constexpr int kExternalOrderPlies = 2;
-  void update_quiet_stats(int ply, Move best, const Move* tried, int tried_count, int depth);
+  // `threats`: the opponent's attacked squares at this node (butterfly_threats()), which index
+  // the butterfly history.
+  void update_quiet_stats(int ply, Move best, const Move* tried, int tried_count, int depth,
+                          Bitboard threats);
   QuietContext quiet_context(int ply) const;
   // The capture history alone (quiescence, ProbCut): no continuation rows or counter-move.
   QuietContext capture_context() const;
