@@ -124,6 +124,7 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("probcut_margin", 200, 0, 400, 15, "ProbCut: beta + N cp at depth - 4 (0: off)"),
     _parameter("razoring_margin", 0, 0, 600, 20, "razoring below alpha - N cp/ply (0: off)"),
     _parameter("table_cut_history", 1, 0, 1, 0.5, "table cut-offs reward quiet moves (0: off)"),
+    _parameter("eval_history", 0, 0, 100, 4, "history per cp of eval swing (0: off)"),
     _parameter("history_bonus_per_depth_squared", 16, 4, 40, 2, "history bonus per ply^2"),
     _parameter("history_bonus_per_depth", 0, 0, 400, 15, "history bonus per ply (0: off)"),
     _parameter("history_bonus_max", 1600, 400, 4000, 150, "largest history bonus"),

@@ -523,6 +523,16 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
                 static_eval > plies_[ply - 2].static_eval;
     plies_[ply + 1].killers[0] = plies_[ply + 1].killers[1] = Move::none();
 
+    // The opponent's quiet move that led here is judged by how much it changed the static
+    // evaluation (both sides' views: the sum is the swing in its favour, negated).
+    if (parameters_.eval_history > 0 && !in_check && excluded == Move::none() && ply >= 2 &&
+        plies_[ply - 1].quiet && plies_[ply - 1].static_eval != -kInfinity) {
+      const int swing = plies_[ply - 1].static_eval + static_eval;
+      const int bonus = std::clamp(-parameters_.eval_history * swing,
+                                   -parameters_.history_bonus_max, parameters_.history_bonus_max);
+      history_.butterfly.update(~us, plies_[ply - 1].current, bonus, plies_[ply - 1].threats);
+    }
+
     // The table's score is a better guess than the static evaluation where its bound points
     // past it (the pruning decisions below use it; `improving` stays on static evaluations).
     eval = static_eval;
@@ -641,6 +651,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   // The moves in order: at the root, the root moves from the line in progress on (MultiPV), as
   // run() and the last iteration sorted them; elsewhere the move picker's.
   const QuietContext context = quiet_context(ply);
+  plies_[ply].threats = context.threats;
   std::optional<MovePicker> picker;
   std::size_t next_root_move = pv_index_;
   if constexpr (!root_node) {

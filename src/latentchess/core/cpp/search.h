@@ -142,6 +142,7 @@ class Search {
     bool table_pv = false;  // on the PV, or its table entry was stored from a PV node
     int cutoff_count = 0;   // beta cut-offs at this ply under the node two plies up
     bool quiet = false;     // `current` is a quiet move
+    Bitboard threats = 0;   // the node's butterfly threats (quiet_context), for eval_history
   };
 
   // The root is searched by the same negamax as every other node, with its own moves (root_moves_

@@ -114,6 +114,7 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"probcut_margin", &SearchParameters::probcut_margin},
       {"razoring_margin", &SearchParameters::razoring_margin},
       {"table_cut_history", &SearchParameters::table_cut_history},
+      {"eval_history", &SearchParameters::eval_history},
       {"history_bonus_per_depth_squared", &SearchParameters::history_bonus_per_depth_squared},
       {"history_bonus_per_depth", &SearchParameters::history_bonus_per_depth},
       {"history_bonus_max", &SearchParameters::history_bonus_max},

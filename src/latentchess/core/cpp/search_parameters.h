@@ -102,6 +102,10 @@ struct SearchParameters {
   // A table cut-off by a quiet table move (lower bound at or above beta) rewards that move in
   // the quiet histories, killers and counter-move as a searched cut-off would (1), or not (0).
   int table_cut_history = 1;  // on: the SPRT of lmr_table_capture
+  // A quiet move is rewarded in its side's butterfly history by this many points per centipawn
+  // by which it raised that side's static evaluation (penalised per centipawn it lowered it),
+  // within +-history_bonus_max, when the reply's node evaluates (0: off).
+  int eval_history = 0;
   // History bonus of a cut-off: per_depth_squared * depth^2 ...
   int history_bonus_per_depth_squared = 16;
   // ... plus per_depth * depth (0: off) ...
@@ -189,6 +193,7 @@ struct SearchParameters {
     at_least("razoring_margin", razoring_margin, 0);
     at_least("table_cut_history", table_cut_history, 0);
     at_most("table_cut_history", table_cut_history, 1);
+    at_least("eval_history", eval_history, 0);
     at_least("history_bonus_per_depth_squared", history_bonus_per_depth_squared, 0);
     at_least("history_bonus_per_depth", history_bonus_per_depth, 0);
     at_least("history_bonus_max", history_bonus_max, 0);
