@@ -116,6 +116,7 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("lmr_cut_node", 2, 4),  # 1 by default
         ("fifty_move_scaling", 1, 2),
         ("eval_history", 20, None),
+        ("capture_futility_margin", 200, None),
         ("history_bonus_per_depth", 100, None),
     ],
 )

@@ -100,6 +100,7 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("null_move_eval_max_reduction", 3, 1, 6, 0.5, "null move: most plies for eval"),
     _parameter("futility_base", 90, 30, 200, 8, "futility margin, constant part (cp)"),
     _parameter("futility_per_depth", 100, 50, 200, 8, "futility margin per ply (cp)"),
+    _parameter("capture_futility_margin", 0, 0, 600, 20, "capture futility margin (0: off)"),
     _parameter("futility_depth", 6, 3, 10, 0.5, "deepest futility and SEE pruning"),
     _parameter("late_move_pruning_base", 3, 0, 10, 0.5, "late-move pruning: base + depth^2"),
     _parameter("see_tactical_per_depth", 100, 40, 200, 8, "SEE pruning of captures, cp per ply"),

@@ -706,6 +706,18 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
               alpha) {
         prune_unless_check = true;
       }
+      // Capture futility: even the victim with a margin cannot lift a low eval to alpha.
+      if (limits_.futility_pruning && tactical && !prune_unless_check &&
+          parameters_.capture_futility_margin > 0 && move.promotion() == NoPieceType &&
+          depth <= parameters_.futility_depth) {
+        const PieceType victim = position_.piece_type_on(move.to());
+        const int gain = kSeeValue[victim == NoPieceType ? Pawn : victim];  // en passant: a pawn
+        if (eval + gain + parameters_.capture_futility_margin +
+                parameters_.futility_per_depth * margin_depth <=
+            alpha) {
+          prune_unless_check = true;
+        }
+      }
       // SEE pruning: a move that loses too much material.
       if (limits_.see_pruning && !prune_unless_check && depth <= parameters_.futility_depth &&
           move_number > 1) {

@@ -90,6 +90,7 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"null_move_eval_max_reduction", &SearchParameters::null_move_eval_max_reduction},
       {"futility_base", &SearchParameters::futility_base},
       {"futility_per_depth", &SearchParameters::futility_per_depth},
+      {"capture_futility_margin", &SearchParameters::capture_futility_margin},
       {"futility_depth", &SearchParameters::futility_depth},
       {"late_move_pruning_base", &SearchParameters::late_move_pruning_base},
       {"see_tactical_per_depth", &SearchParameters::see_tactical_per_depth},

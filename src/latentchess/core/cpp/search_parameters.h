@@ -34,6 +34,9 @@ struct SearchParameters {
   int futility_base = 90;
   // Futility pruning: margin per ply of depth.
   int futility_per_depth = 100;
+  // Futility pruning of captures: eval + the victim's value + this + futility_per_depth * the
+  // LMR depth <= alpha prunes a capture that does not give check (0: off).
+  int capture_futility_margin = 0;
   // Futility (and SEE) pruning apply at depths up to this.
   int futility_depth = 6;
   // Late-move pruning: quiets beyond (base + depth^2) (halved when not improving) are pruned.
@@ -183,6 +186,7 @@ struct SearchParameters {
     at_most("threat_history", threat_history, 1);
     at_least("continuation_far", continuation_far, 0);
     at_most("continuation_far", continuation_far, 1);
+    at_least("capture_futility_margin", capture_futility_margin, 0);
     at_least("late_move_pruning_base", late_move_pruning_base, 0);
     at_least("aspiration_delta", aspiration_delta, 1);
     at_least("singular_min_depth", singular_min_depth, 1);
