@@ -117,6 +117,7 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("fifty_move_scaling", 1, 2),
         ("eval_history", 20, None),
         ("capture_futility_margin", 200, None),
+        ("check_extension", 0, 2),  # 1 by default
         ("history_bonus_per_depth", 100, None),
     ],
 )

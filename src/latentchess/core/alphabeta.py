@@ -118,6 +118,7 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("continuation_far", 0, 0, 1, 0.5, "histories of moves 4, 6 plies back (0: off)"),
     _parameter("lmr_cut_node", 1, 0, 3, 0.5, "LMR: plies more at expected cut nodes"),
     _parameter("lmr_table_capture", 1, 0, 2, 0.5, "LMR: plies more if table move captures"),
+    _parameter("check_extension", 1, 0, 1, 0.5, "plies more for a node in check"),
     _parameter("singular_margin_per_depth", 2, 1, 5, 0.5, "singular bound, cp below per ply"),
     _parameter("singular_min_depth", 7, 4, 10, 0.5, "shallowest singular extension"),
     _parameter("singular_double_margin", 0, 0, 60, 4, "double extension below bound-N cp (0: off)"),

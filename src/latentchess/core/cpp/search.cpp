@@ -463,7 +463,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   }
 
   const bool in_check = position_.in_check();
-  if (in_check) ++depth;  // check extension
+  if (in_check) depth += parameters_.check_extension;  // check extension
   if (depth <= 0) {
     --nodes_;  // counted again by the quiescence search
     return quiescence(alpha, beta, ply);

@@ -108,6 +108,7 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"continuation_far", &SearchParameters::continuation_far},
       {"lmr_cut_node", &SearchParameters::lmr_cut_node},
       {"lmr_table_capture", &SearchParameters::lmr_table_capture},
+      {"check_extension", &SearchParameters::check_extension},
       {"singular_margin_per_depth", &SearchParameters::singular_margin_per_depth},
       {"singular_min_depth", &SearchParameters::singular_min_depth},
       {"singular_double_margin", &SearchParameters::singular_double_margin},

@@ -85,6 +85,8 @@ struct SearchParameters {
   // Quiet moves are ordered, and rewarded, by the continuation histories of the moves 4 and 6
   // plies back as well (1), or of the moves 1 and 2 plies back alone (0).
   int continuation_far = 0;
+  // Check extension: a node in check is searched this many plies deeper (0: off).
+  int check_extension = 1;
   // Singular extension: the bound is the table score minus this many centipawns per ply.
   int singular_margin_per_depth = 2;
   // Singular extension: from this depth on.
@@ -189,6 +191,8 @@ struct SearchParameters {
     at_least("capture_futility_margin", capture_futility_margin, 0);
     at_least("late_move_pruning_base", late_move_pruning_base, 0);
     at_least("aspiration_delta", aspiration_delta, 1);
+    at_least("check_extension", check_extension, 0);
+    at_most("check_extension", check_extension, 1);
     at_least("singular_min_depth", singular_min_depth, 1);
     at_least("singular_double_margin", singular_double_margin, 0);
     at_least("singular_negative_extension", singular_negative_extension, 0);
