@@ -119,6 +119,9 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("capture_futility_margin", 200, None),
         ("check_extension", 0, 2),  # 1 by default
         ("history_bonus_per_depth", 100, None),
+        ("reverse_futility_blend", 1, 2),
+        ("iir_depth", 4, None),
+        ("aspiration_fail_high_depth", 1, 2),
     ],
 )
 def test_pruning_switches_change_the_search_only_when_set(

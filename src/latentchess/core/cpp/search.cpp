@@ -334,16 +334,20 @@ SearchResult Search::run(const IterationCallback& on_iteration) {
         alpha = std::max(previous - delta, -kInfinity);
         beta = std::min(previous + delta, kInfinity);
       }
+      int failed_high = 0;  // aspiration_fail_high_depth: plies less after each fail high
       while (true) {
-        const int score = negamax<NodeType::Root>(alpha, beta, depth, 0, false);
+        const int search_depth = std::max(depth - failed_high, (depth + 1) / 2);
+        const int score = negamax<NodeType::Root>(alpha, beta, search_depth, 0, false);
         std::stable_sort(root_moves_.begin() + pv_index_, root_moves_.end(),
                          [](const RootMove& a, const RootMove& b) { return a.score > b.score; });
         if (stopped_) break;
         if (score <= alpha) {
+          failed_high = 0;
           beta = (alpha + beta) / 2;
           alpha = std::max(score - delta, -kInfinity);
         } else if (score >= beta) {
           beta = std::min(score + delta, kInfinity);
+          failed_high += parameters_.aspiration_fail_high_depth;
         } else {
           break;
         }
@@ -445,8 +449,8 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
   constexpr bool root_node = node_type == NodeType::Root;
   const bool pv_node = beta - alpha > 1;
   // The root's window is the aspiration window (never a null window) and its depth the
-  // iteration's.
-  assert(!root_node || (pv_node && ply == 0 && !cut_node && depth == root_depth_));
+  // iteration's, or less after fail highs (aspiration_fail_high_depth).
+  assert(!root_node || (pv_node && ply == 0 && !cut_node && depth <= root_depth_));
   pv_length_[ply] = 0;
   if constexpr (!root_node) {
     if (should_stop()) return 0;
@@ -549,7 +553,7 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       // Reverse futility: far above beta at low depth, a quiet move will not bring it back.
       if (limits_.reverse_futility_pruning && depth <= parameters_.reverse_futility_depth &&
           eval - parameters_.reverse_futility_margin * (depth - improving) >= beta) {
-        return eval;
+        return parameters_.reverse_futility_blend > 0 ? (eval + beta) / 2 : eval;
       }
 
       // Razoring: far below alpha at low depth, let the quiescence search confirm the fail-low.
@@ -615,7 +619,9 @@ int Search::negamax(int alpha, int beta, int depth, int ply, bool cut_node) {
       }
     }
     // Internal iterative reduction: without a table move this node was never searched well.
-    if (table_move == Move::none() && depth >= 6 && (pv_node || cut_node)) --depth;
+    if (table_move == Move::none() && depth >= parameters_.iir_depth && (pv_node || cut_node)) {
+      --depth;
+    }
 
     // Singular extension: is the table move the only good one? Search the others at half depth
     // against a bound just under its score; if all fail low it is extended one ply. If even

@@ -22,6 +22,9 @@ struct SearchParameters {
   int reverse_futility_margin = 85;
   // Reverse futility pruning applies at depths up to this.
   int reverse_futility_depth = 6;
+  // Reverse futility pruning returns the midpoint of eval and beta (1), or eval (0): a bound
+  // nearer beta, as Stockfish's, where eval alone overstates how far the node fails high.
+  int reverse_futility_blend = 0;
   // Null move: the reduction's constant part (3 + depth / divisor + eval term).
   int null_move_base_reduction = 3;
   // Null move: one more ply of reduction per this many plies of depth.
@@ -30,6 +33,9 @@ struct SearchParameters {
   int null_move_eval_divisor = 200;
   // ... up to this many plies.
   int null_move_eval_max_reduction = 3;
+  // Internal iterative reduction: a PV or expected cut node without a table move is searched
+  // one ply shallower from this depth on.
+  int iir_depth = 6;
   // Futility pruning of quiet moves: eval + base + per_depth * depth <= alpha.
   int futility_base = 90;
   // Futility pruning: margin per ply of depth.
@@ -136,6 +142,10 @@ struct SearchParameters {
   int correction_history_percent = 0;
   // Aspiration window: the first half-width around the last score, in centipawns.
   int aspiration_delta = 20;
+  // Aspiration window: each fail high of an iteration searches the root one ply shallower
+  // (never below half the iteration's depth) until the window holds the score (1), or always at
+  // the iteration's depth (0), as Stockfish does.
+  int aspiration_fail_high_depth = 0;
   // Time: iteration time factor when the best move just changed, in hundredths (1.5).
   int time_unstable_percent = 150;
   // Time: factor when the score fell by more than time_score_drop centipawns (1.4).
@@ -191,6 +201,11 @@ struct SearchParameters {
     at_least("capture_futility_margin", capture_futility_margin, 0);
     at_least("late_move_pruning_base", late_move_pruning_base, 0);
     at_least("aspiration_delta", aspiration_delta, 1);
+    at_least("aspiration_fail_high_depth", aspiration_fail_high_depth, 0);
+    at_most("aspiration_fail_high_depth", aspiration_fail_high_depth, 1);
+    at_least("reverse_futility_blend", reverse_futility_blend, 0);
+    at_most("reverse_futility_blend", reverse_futility_blend, 1);
+    at_least("iir_depth", iir_depth, 0);
     at_least("check_extension", check_extension, 0);
     at_most("check_extension", check_extension, 1);
     at_least("singular_min_depth", singular_min_depth, 1);
