@@ -122,6 +122,7 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("reverse_futility_blend", 1, 2),
         ("iir_depth", 4, None),
         ("aspiration_fail_high_depth", 1, 2),
+        ("quiescence_stand_pat_blend", 1, 2),
     ],
 )
 def test_pruning_switches_change_the_search_only_when_set(

@@ -134,6 +134,7 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("history_bonus_max", 1600, 400, 4000, 150, "largest history bonus"),
     _parameter("quiescence_delta_margin", 200, 50, 400, 15, "quiescence delta pruning (cp)"),
     _parameter("quiescence_table_eval", 1, 0, 1, 0.5, "stand pat on the table's score (0: off)"),
+    _parameter("quiescence_stand_pat_blend", 0, 0, 1, 0.5, "stand pat returns (score+beta)/2"),
     _parameter("capture_history_divisor", 512, 0, 1024, 32, "capture history's divisor (0: off)"),
     _parameter("fifty_move_scaling", 0, 0, 1, 0.5, "evals shrink as the 50-move count runs"),
     _parameter("correction_history_percent", 0, 0, 200, 10, "correction history's share (%)"),

@@ -931,7 +931,10 @@ int Search::quiescence(int alpha, int beta, int ply) {
         best = table_score;
       }
     }
-    if (best >= beta) return best;  // stand pat
+    if (best >= beta) {  // stand pat
+      return parameters_.quiescence_stand_pat_blend > 0 && !is_mate_score(best) ? (best + beta) / 2
+                                                                                 : best;
+    }
     alpha = std::max(alpha, best);
   }
 

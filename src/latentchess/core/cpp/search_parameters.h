@@ -128,6 +128,9 @@ struct SearchParameters {
   // Quiescence: stand pat on the table's score where its bound points past the static
   // evaluation, as the main search's pruning does (1), or on the static evaluation alone (0).
   int quiescence_table_eval = 1;  // on: the SPRT of lmr_table_capture
+  // Quiescence: a stand pat at or above beta returns the midpoint of its score and beta (1), or
+  // the score (0), as Stockfish's quiescence search does outside mate scores.
+  int quiescence_stand_pat_blend = 0;
   // Capture history: captures' order moves by history / this divisor (0: off, captures by
   // victim and attacker alone). The victim term spans 64 (pawn) to 576 (queen) and the history
   // +-16,384, so 16 or 64 let the history override the victim; about 512 keeps it a tie-break
@@ -227,6 +230,8 @@ struct SearchParameters {
     at_least("capture_history_divisor", capture_history_divisor, 0);
     at_least("quiescence_table_eval", quiescence_table_eval, 0);
     at_most("quiescence_table_eval", quiescence_table_eval, 1);
+    at_least("quiescence_stand_pat_blend", quiescence_stand_pat_blend, 0);
+    at_most("quiescence_stand_pat_blend", quiescence_stand_pat_blend, 1);
     at_least("fifty_move_scaling", fifty_move_scaling, 0);
     at_most("fifty_move_scaling", fifty_move_scaling, 1);
     at_least("correction_history_percent", correction_history_percent, 0);
