@@ -123,6 +123,8 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("iir_depth", 4, None),
         ("aspiration_fail_high_depth", 1, 2),
         ("quiescence_stand_pat_blend", 1, 2),
+        ("threat_order", 16000, None),
+        ("check_order", 16000, None),
     ],
 )
 def test_pruning_switches_change_the_search_only_when_set(

@@ -11,6 +11,34 @@
 
 namespace latentchess::core {
 
+int static_order(const QuietContext& context, PieceType moved, Move move) {
+  int score = 0;
+  if (context.threat_order > 0) {
+    // Attacked by a cheaper piece: the squares that threaten the moved piece, and its weight.
+    Bitboard danger = 0;
+    int weight = 0;
+    if (moved == Queen) {
+      danger = context.attacked_by_rooks;
+      weight = 3;
+    } else if (moved == Rook) {
+      danger = context.attacked_by_minors;
+      weight = 2;
+    } else if (moved == Knight || moved == Bishop) {
+      danger = context.attacked_by_pawns;
+      weight = 1;
+    }
+    const bool from_attacked = (danger & square_bb(move.from())) != 0;
+    const bool to_attacked = (danger & square_bb(move.to())) != 0;
+    if (from_attacked != to_attacked) {
+      score += (from_attacked ? 1 : -1) * weight * context.threat_order;
+    }
+  }
+  if (context.check_order > 0 && (context.checking_squares[moved] & square_bb(move.to()))) {
+    score += context.check_order;
+  }
+  return score;
+}
+
 bool is_tactical(const Position& position, Move move) {
   return move.promotion() != NoPieceType || position.is_capture(move);
 }
@@ -77,10 +105,12 @@ MovePicker::MovePicker(const Position& position, Kind kind, Move table_move,
     } else {
       score = history.get(us, move, quiet_context != nullptr ? quiet_context->threats : 0);
       if (quiet_context != nullptr) {
-        const int slot = history_slot(us, position.piece_type_on(move.from()), move.to());
+        const PieceType moved = position.piece_type_on(move.from());
+        const int slot = history_slot(us, moved, move.to());
         for (const std::int16_t* row : quiet_context->continuation) {
           if (row != nullptr) score += row[slot];
         }
+        score += static_order(*quiet_context, moved, move);
       }
       if (external_order != nullptr) {
         const int limit = std::min<int>(static_cast<int>(external_order->size()), 255);

@@ -202,6 +202,16 @@ struct QuietContext {
   const CaptureHistory* captures = nullptr;
   int capture_divisor = 0;
   Bitboard threats = 0;  // the opponent's attacked squares for the butterfly table (0: unused)
+  // Static terms of a quiet move's order (search parameters threat_order and check_order; 0:
+  // off): a piece moved out of attack by a cheaper piece gains `threat_order` points per pawn of
+  // its value class (minor 1, rook 2, queen 3), one moved into such an attack loses as much; a
+  // move that gives check directly gains `check_order`.
+  int threat_order = 0;
+  int check_order = 0;
+  Bitboard attacked_by_pawns = 0;   // the opponent's pawn attacks
+  Bitboard attacked_by_minors = 0;  // ... and its knights' and bishops'
+  Bitboard attacked_by_rooks = 0;   // ... and its rooks'
+  Bitboard checking_squares[7] = {};  // by piece type: squares it would give check from
 };
 
 class MovePicker {
@@ -236,5 +246,8 @@ class MovePicker {
 };
 
 bool is_tactical(const Position& position, Move move);
+
+// The static part of a quiet move's order score from `context` (threat_order, check_order).
+int static_order(const QuietContext& context, PieceType moved, Move move);
 
 }  // namespace latentchess::core

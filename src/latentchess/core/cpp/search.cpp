@@ -281,6 +281,35 @@ QuietContext Search::quiet_context(int ply) const {
   if (ply >= 1 && plies_[ply - 1].slot >= 0) {
     context.counter_move = history_.counter_moves[plies_[ply - 1].slot];
   }
+  context.threat_order = parameters_.threat_order;
+  context.check_order = parameters_.check_order;
+  const Color them = ~position_.side_to_move();
+  const Bitboard occupied = position_.occupied();
+  if (context.threat_order > 0) {
+    context.attacked_by_pawns = pawn_attacks_bb(them, position_.pieces(them, Pawn));
+    Bitboard minors = context.attacked_by_pawns;
+    for (Bitboard knights = position_.pieces(them, Knight); knights;) {
+      minors |= attacks_from_knight(pop_lsb(knights));
+    }
+    for (Bitboard bishops = position_.pieces(them, Bishop); bishops;) {
+      minors |= attacks_from_bishop(pop_lsb(bishops), occupied);
+    }
+    Bitboard rooks = minors;
+    for (Bitboard each = position_.pieces(them, Rook); each;) {
+      rooks |= attacks_from_rook(pop_lsb(each), occupied);
+    }
+    context.attacked_by_minors = minors;
+    context.attacked_by_rooks = rooks;
+  }
+  if (context.check_order > 0) {
+    const Square king = position_.king_square(them);
+    context.checking_squares[Pawn] = pawn_attacks_bb(them, square_bb(king));
+    context.checking_squares[Knight] = attacks_from_knight(king);
+    context.checking_squares[Bishop] = attacks_from_bishop(king, occupied);
+    context.checking_squares[Rook] = attacks_from_rook(king, occupied);
+    context.checking_squares[Queen] =
+        context.checking_squares[Bishop] | context.checking_squares[Rook];
+  }
   return context;
 }
 

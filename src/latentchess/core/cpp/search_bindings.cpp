@@ -113,6 +113,8 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"iir_depth", &SearchParameters::iir_depth},
       {"aspiration_fail_high_depth", &SearchParameters::aspiration_fail_high_depth},
       {"quiescence_stand_pat_blend", &SearchParameters::quiescence_stand_pat_blend},
+      {"threat_order", &SearchParameters::threat_order},
+      {"check_order", &SearchParameters::check_order},
       {"singular_margin_per_depth", &SearchParameters::singular_margin_per_depth},
       {"singular_min_depth", &SearchParameters::singular_min_depth},
       {"singular_double_margin", &SearchParameters::singular_double_margin},

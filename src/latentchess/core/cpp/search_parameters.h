@@ -88,6 +88,12 @@ struct SearchParameters {
   // The butterfly history also by whether the opponent attacks the move's from and to squares
   // (1), or by side, from and to square alone (0).
   int threat_history = 1;  // on since one SPRT with the two others of bundle5 (+41 +- 23)
+  // Quiet moves' order: points per value class (minor 1, rook 2, queen 3) for a piece moved out
+  // of attack by a cheaper piece, as many off for one moved into such an attack (0: off). The
+  // histories span +-16,384 each.
+  int threat_order = 0;
+  // Quiet moves' order: points for a move that gives check directly (0: off).
+  int check_order = 0;
   // Quiet moves are ordered, and rewarded, by the continuation histories of the moves 4 and 6
   // plies back as well (1), or of the moves 1 and 2 plies back alone (0).
   int continuation_far = 0;
@@ -202,6 +208,8 @@ struct SearchParameters {
     at_least("continuation_far", continuation_far, 0);
     at_most("continuation_far", continuation_far, 1);
     at_least("capture_futility_margin", capture_futility_margin, 0);
+    at_least("threat_order", threat_order, 0);
+    at_least("check_order", check_order, 0);
     at_least("late_move_pruning_base", late_move_pruning_base, 0);
     at_least("aspiration_delta", aspiration_delta, 1);
     at_least("aspiration_fail_high_depth", aspiration_fail_high_depth, 0);
