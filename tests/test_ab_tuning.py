@@ -123,7 +123,7 @@ def test_singular_double_and_negative_extensions_change_the_search_only_when_set
         ("iir_depth", 4, None),
         ("aspiration_fail_high_depth", 1, 2),
         ("quiescence_stand_pat_blend", 1, 2),
-        ("threat_order", 16000, None),
+        ("threat_order", 0, None),  # 8000 by default
         ("check_order", 16000, None),
     ],
 )

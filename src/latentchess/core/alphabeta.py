@@ -117,7 +117,7 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("futility_lmr_depth", 1, 0, 1, 0.5, "futility margins at the LMR depth (0: off)"),
     _parameter("fail_low_prior_bonus", 1, 0, 1, 0.5, "fail-low rewards the move before (0: off)"),
     _parameter("threat_history", 1, 0, 1, 0.5, "history by threatened squares (0: off)"),
-    _parameter("threat_order", 0, 0, 40000, 1000, "order: per class out of/into attack"),
+    _parameter("threat_order", 8000, 0, 40000, 1000, "order: per class out of/into attack"),
     _parameter("check_order", 0, 0, 40000, 1000, "order: quiet checks (0: off)"),
     _parameter("continuation_far", 0, 0, 1, 0.5, "histories of moves 4, 6 plies back (0: off)"),
     _parameter("lmr_cut_node", 1, 0, 3, 0.5, "LMR: plies more at expected cut nodes"),

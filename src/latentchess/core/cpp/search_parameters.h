@@ -90,8 +90,8 @@ struct SearchParameters {
   int threat_history = 1;  // on since one SPRT with the two others of bundle5 (+41 +- 23)
   // Quiet moves' order: points per value class (minor 1, rook 2, queen 3) for a piece moved out
   // of attack by a cheaper piece, as many off for one moved into such an attack (0: off). The
-  // histories span +-16,384 each.
-  int threat_order = 0;
+  // histories span +-16,384 each. 8000 since its SPRT (+31 +- 18 at 20,000 nodes).
+  int threat_order = 8000;
   // Quiet moves' order: points for a move that gives check directly (0: off).
   int check_order = 0;
   // Quiet moves are ordered, and rewarded, by the continuation histories of the moves 4 and 6
