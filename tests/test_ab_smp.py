@@ -22,7 +22,7 @@ from latentchess.errors import EngineError
 from test_ab_search import MATES
 from test_ab_uci import Transcript
 
-BENCH_SIGNATURE = 1799000
+BENCH_SIGNATURE = 1640658
 """``latentchess bench`` (depth 11, one thread): the node count of the default search (ProbCut,
 the singular negative extension, root LMR, capture history and the three switches of bundle2 on
 since 2026-11-27), the same with Lazy SMP's code in place."""
