@@ -49,20 +49,30 @@ PieceType captured_type(const Position& position, Move move) {
   return Pawn;  // a capture onto an empty square: en passant
 }
 
-Bitboard attacked_squares(const Position& position, Color color) {
+AttackLayers attack_layers(const Position& position, Color color) {
   const Bitboard occupied = position.occupied();
-  Bitboard attacked = pawn_attacks_bb(color, position.pieces(color, Pawn));
+  AttackLayers layers;
+  layers.pawns = pawn_attacks_bb(color, position.pieces(color, Pawn));
+  layers.minors = layers.pawns;
   for (Bitboard knights = position.pieces(color, Knight); knights;) {
-    attacked |= attacks_from_knight(pop_lsb(knights));
+    layers.minors |= attacks_from_knight(pop_lsb(knights));
   }
-  const Bitboard queens = position.pieces(color, Queen);
-  for (Bitboard bishops = position.pieces(color, Bishop) | queens; bishops;) {
-    attacked |= attacks_from_bishop(pop_lsb(bishops), occupied);
+  for (Bitboard bishops = position.pieces(color, Bishop); bishops;) {
+    layers.minors |= attacks_from_bishop(pop_lsb(bishops), occupied);
   }
-  for (Bitboard rooks = position.pieces(color, Rook) | queens; rooks;) {
-    attacked |= attacks_from_rook(pop_lsb(rooks), occupied);
+  layers.rooks = layers.minors;
+  for (Bitboard rooks = position.pieces(color, Rook); rooks;) {
+    layers.rooks |= attacks_from_rook(pop_lsb(rooks), occupied);
   }
-  return attacked | attacks_from_king(position.king_square(color));
+  layers.all = layers.rooks | attacks_from_king(position.king_square(color));
+  for (Bitboard queens = position.pieces(color, Queen); queens;) {
+    layers.all |= attacks_from_queen(pop_lsb(queens), occupied);
+  }
+  return layers;
+}
+
+Bitboard attacked_squares(const Position& position, Color color) {
+  return attack_layers(position, color).all;
 }
 
 MovePicker::MovePicker(const Position& position, Kind kind, Move table_move,

@@ -23,6 +23,15 @@
 
 namespace latentchess::core {
 
+// The squares `color` attacks, in layers by the cheapest attacker's class: pawns; pawns and minor
+// pieces; those and rooks; everything (queens and the king too).
+struct AttackLayers {
+  Bitboard pawns = 0;
+  Bitboard minors = 0;
+  Bitboard rooks = 0;
+  Bitboard all = 0;
+};
+AttackLayers attack_layers(const Position& position, Color color);
 // The squares `color`'s pieces attack (pawns, pieces and king) in `position`.
 Bitboard attacked_squares(const Position& position, Color color);
 

@@ -274,7 +274,6 @@ Bitboard Search::butterfly_threats() const {
 
 QuietContext Search::quiet_context(int ply) const {
   QuietContext context = capture_context();
-  context.threats = butterfly_threats();
   for (int i = 0; i < kContinuationPlies; ++i) {
     context.continuation[i] = history_.continuation.row(continuation_slot(ply, i));
   }
@@ -285,21 +284,15 @@ QuietContext Search::quiet_context(int ply) const {
   context.check_order = parameters_.check_order;
   const Color them = ~position_.side_to_move();
   const Bitboard occupied = position_.occupied();
-  if (context.threat_order > 0) {
-    context.attacked_by_pawns = pawn_attacks_bb(them, position_.pieces(them, Pawn));
-    Bitboard minors = context.attacked_by_pawns;
-    for (Bitboard knights = position_.pieces(them, Knight); knights;) {
-      minors |= attacks_from_knight(pop_lsb(knights));
+  // The opponent's attacks, computed once for both the threat-indexed history and the order.
+  if (parameters_.threat_history > 0 || context.threat_order > 0) {
+    const AttackLayers layers = attack_layers(position_, them);
+    if (parameters_.threat_history > 0) context.threats = layers.all;
+    if (context.threat_order > 0) {
+      context.attacked_by_pawns = layers.pawns;
+      context.attacked_by_minors = layers.minors;
+      context.attacked_by_rooks = layers.rooks;
     }
-    for (Bitboard bishops = position_.pieces(them, Bishop); bishops;) {
-      minors |= attacks_from_bishop(pop_lsb(bishops), occupied);
-    }
-    Bitboard rooks = minors;
-    for (Bitboard each = position_.pieces(them, Rook); each;) {
-      rooks |= attacks_from_rook(pop_lsb(each), occupied);
-    }
-    context.attacked_by_minors = minors;
-    context.attacked_by_rooks = rooks;
   }
   if (context.check_order > 0) {
     const Square king = position_.king_square(them);
