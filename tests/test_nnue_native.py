@@ -39,16 +39,23 @@ def _special(board: chess.Board, move: chess.Move) -> bool:
 
 @pytest.fixture(
     scope="module",
-    params=[(FEATURES, False), (FEATURES, True), ("ALL+MB+MC", False), ("V+D1+D2", True)],
-    ids=["plain", "psqt", "mobility", "local"],
+    params=[
+        (FEATURES, False, 1),
+        (FEATURES, True, 1),
+        ("ALL+MB+MC", False, 1),
+        ("V+D1+D2", True, 1),
+        (FEATURES, True, 4),
+    ],
+    ids=["plain", "psqt", "mobility", "local", "buckets"],
 )
 def network_dir(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
     """Small networks: without and with the psqt term (its weights randomised off material), and
     one with the mobility blocks, whose features change with every move anywhere on the board,
-    and one whose blocks are all updated incrementally (shared features: counted), without ALL."""
-    features, psqt = request.param
+    and one whose blocks are all updated incrementally (shared features: counted), without ALL,
+    and one with four output buckets (each its own random dense layers)."""
+    features, psqt, buckets = request.param
     torch.manual_seed(1)
-    net = Nnue(NnueConfig(feature_set=features, l1=32, l2=8, psqt=psqt))
+    net = Nnue(NnueConfig(feature_set=features, l1=32, l2=8, psqt=psqt, output_buckets=buckets))
     with torch.no_grad():
         net.out.weight.mul_(10.0)
         if net.psqt is not None:

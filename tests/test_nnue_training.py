@@ -25,7 +25,14 @@ from latentchess.models import load_model
 from latentchess.nnue.dataset import build_cache, parse_source
 from latentchess.nnue.features import parse_feature_set, position_features
 from latentchess.nnue.io import NnueModel, load_nnue
-from latentchess.nnue.model import Nnue, NnueConfig, quantise, quantised_forward
+from latentchess.nnue.model import (
+    Nnue,
+    NnueConfig,
+    expand_output_buckets,
+    output_bucket,
+    quantise,
+    quantised_forward,
+)
 from latentchess.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
 from latentchess.training.curves import read_metrics
 from latentchess.training.nnue import (
@@ -103,6 +110,100 @@ def test_quantised_inference_tracks_the_float_network() -> None:
     # An untrained network with inflated output weights: looser than the thesis's < 0.03 for
     # trained ones (measured on the shipped network in benchmarks/).
     assert np.abs(wdl).mean() < 0.02 and np.abs(wdl).max() < 0.05
+
+
+def test_output_buckets_follow_the_piece_count_and_start_as_the_plain_network() -> None:
+    assert [output_bucket(n, 8) for n in (2, 4, 5, 8, 9, 17, 31, 32)] == [0, 0, 1, 1, 2, 4, 7, 7]
+    assert {output_bucket(n, 1) for n in range(2, 33)} == {0}
+    torch.manual_seed(2)
+    plain = Nnue(NnueConfig(feature_set="ALL", l1=32, l2=8, psqt=True))
+    with torch.no_grad():
+        plain.out.weight.mul_(20.0)
+    fs = parse_feature_set("ALL")
+    rng, boards = random.Random(5), [chess.Board()]
+    fens = ["4k3/8/8/8/8/8/8/4K2R w K - 0 1", "r3k3/1p6/8/8/8/8/1P6/R3K3 b - - 0 1"]
+    boards += [chess.Board(fen) for fen in fens]
+    while len(boards) < 40:  # captures down to few pieces: several buckets
+        board = boards[-1].copy()
+        captures = [m for m in board.legal_moves if board.is_capture(m)]
+        moves = captures or list(board.legal_moves)
+        if not moves:
+            break
+        board.push(rng.choice(moves))
+        boards.append(board)
+    feats = [position_features(b, fs) for b in boards]
+    stm = np.array([0 if b.turn else 1 for b in boards])
+    width = max(len(w) for w, _ in feats)
+
+    def padded(i: int) -> torch.Tensor:
+        rows = [np.pad(f[i], (0, width - len(f[i])), constant_values=fs.size) for f in feats]
+        return torch.from_numpy(np.stack(rows))
+
+    bucketed = expand_output_buckets(plain, 8)
+    assert bucketed.cfg.output_buckets == 8 and len(set(bucketed.buckets(padded(0)).tolist())) > 2
+    with torch.no_grad():
+        same = bucketed(padded(0), padded(1), torch.tensor(stm))
+        assert torch.allclose(same, plain(padded(0), padded(1), torch.tensor(stm)), atol=1e-3)
+        bucketed.out.bias[7] += 1.0  # one copy changed: only positions of its bucket move
+        moved = bucketed(padded(0), padded(1), torch.tensor(stm)) - same
+    in_last = bucketed.buckets(padded(0)) == 7
+    assert bool((moved[in_last] != 0).all()) and bool((moved[~in_last] == 0).all())
+    white, black = [f[0] for f in feats], [f[1] for f in feats]
+    assert (
+        quantised_forward(quantise(expand_output_buckets(plain, 8)), white, black, stm)
+        == quantised_forward(quantise(plain), white, black, stm)
+    ).all()
+    with pytest.raises(LatentChessError, match="ALL block"):
+        NnueConfig(feature_set="H+V", output_buckets=2)
+    with pytest.raises(LatentChessError, match="output_buckets"):
+        NnueConfig(output_buckets=0)
+
+
+def test_a_plain_network_fine_tunes_into_a_bucketed_one(tmp_path: Path) -> None:
+    csv = tmp_path / "pos.csv.gz"
+    _write_csv(csv)
+    common = {
+        "data": (str(csv),),
+        "batch_size": 64,
+        "eval_every": 2,
+        "checkpoint_every": 2,
+        "log_every": 1,
+        "threads": 1,
+        "device": "cpu",
+        "progress": False,
+        "holdout_fraction": 0.1,
+    }
+    plain_cfg = NnueConfig(feature_set="ALL", l1=16, l2=4, psqt=True)
+    plain = train_nnue(
+        NnueTrainConfig(out=tmp_path / "plain", network=plain_cfg, steps=2, **common)
+    )
+    assert plain.model_dir is not None
+    bucketed_cfg = dataclasses.replace(plain_cfg, output_buckets=4)
+    start = train_nnue(
+        NnueTrainConfig(
+            out=tmp_path / "b0",
+            network=bucketed_cfg,
+            init=plain.model_dir,
+            steps=1,
+            lr=0.0,
+            **common,
+        )
+    )  # a step at rate 0: the expanded start itself
+    assert start.model_dir is not None
+    assert start.metrics["val_loss"] == pytest.approx(plain.metrics["val_loss"], rel=1e-5)
+    tuned = train_nnue(
+        NnueTrainConfig(
+            out=tmp_path / "b", network=bucketed_cfg, init=plain.model_dir, steps=4, **common
+        )
+    )
+    assert tuned.model_dir is not None
+    model = load_nnue(tuned.model_dir)
+    assert model.network.cfg.output_buckets == 4 and model.quantised["out.bias"].shape == (4,)
+    other = dataclasses.replace(plain_cfg, l2=8, output_buckets=4)
+    with pytest.raises(LatentChessError, match="--init"):
+        train_nnue(
+            NnueTrainConfig(out=tmp_path / "x", network=other, init=plain.model_dir, **common)
+        )
 
 
 def test_cache_filters_and_reports_bad_rows(tmp_path: Path) -> None:

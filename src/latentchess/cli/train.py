@@ -433,8 +433,20 @@ def add_nnue_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="add a linear piece-square term to the output (unbounded material; not in the thesis)",
     )
+    p.add_argument(
+        "--output-buckets",
+        type=int,
+        default=1,
+        help="copies of the dense layers, one per piece-count range (Stockfish's layer stacks: "
+        "8); with --init of a plain network every copy starts as its layers",
+    )
     p.add_argument("--loss", choices=("score", "pqr"), default="score")
-    p.add_argument("--init", type=Path, default=None, help="NNUE model dir to fine-tune")
+    p.add_argument(
+        "--init",
+        type=Path,
+        default=None,
+        help="NNUE model dir to fine-tune (the same shape, or a plain one with --output-buckets)",
+    )
     p.add_argument("--batch-size", type=int, default=16384)
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--gamma", type=float, default=0.99, help="lr factor per epoch")
@@ -473,7 +485,13 @@ def run_nnue(args: argparse.Namespace) -> int:
         data=tuple(args.data),
         out=args.out,
         cache=args.cache,
-        network=NnueConfig(feature_set=args.features, l1=args.l1, l2=args.l2, psqt=args.psqt),
+        network=NnueConfig(
+            feature_set=args.features,
+            l1=args.l1,
+            l2=args.l2,
+            psqt=args.psqt,
+            output_buckets=args.output_buckets,
+        ),
         loss=args.loss,
         init=args.init,
         batch_size=args.batch_size,

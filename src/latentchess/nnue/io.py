@@ -2,12 +2,14 @@
 
 ``model.safetensors`` holds the float weights (``float.*``, for fine-tuning and the Python
 reference) and the quantised ones the core runs (``q.ft.weight`` int16 (N, L1), ``q.ft.bias`` int16,
-``q.l2.weight`` int8 (L2, 2 * L1), ``q.l2.bias`` int32, ``q.out.weight`` int32 (L2,),
-``q.out.bias`` int32 (1,)); its metadata holds ``feature_set``, ``l1``, ``l2`` (strings), which is
-all the native core reads. ``config.json``::
+``q.l2.weight`` int8 (B * L2, 2 * L1), ``q.l2.bias`` int32, ``q.out.weight`` int32 (B * L2,),
+``q.out.bias`` int32 (B,), B output buckets, 1 unless the network has more; ``q.psqt.weight``
+int32 (N,) with the psqt term); its metadata holds ``feature_set``, ``l1``, ``l2``, ``psqt`` and
+``output_buckets`` (strings; files without the last have one bucket), which is all the native
+core reads. ``config.json``::
 
     {"format": "latentchess-model", "format_version": 1, "kind": "nnue",
-     "nnue": {"feature_set": "ALL", "l1": 256, "l2": 32},
+     "nnue": {"feature_set": "ALL", "l1": 256, "l2": 32, "psqt": true, "output_buckets": 1},
      "quantisation": {"l1_scale": 127, "l2_scale": 64, "output_scale": 600, "out_shift": 16},
      "training": {...}, "data": {...}, "metrics": {...}, "command": "..."}
 """

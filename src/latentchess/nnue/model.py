@@ -6,6 +6,13 @@ Architecture (thesis; Stockfish's nnue-pytorch layout)::
     [acc(side to move), acc(other)] (2 * L1) -> clamp(0, 1) -> Linear(2 * L1, L2) -> clamp(0, 1)
                                               -> Linear(L2, 1) -> * OUTPUT_SCALE = centipawns
 
+With ``output_buckets = B > 1`` the two dense layers come in B copies (Stockfish's "layer stacks"
+since its 2021 networks) and a position uses copy :func:`output_bucket` of its piece count (kings
+included): ``(pieces - 1) * B // 32``, so B = 8 gives Stockfish's ``(pieces - 1) / 4``. The
+accumulator is shared by all copies, so a bucketed network costs the search no more than a plain
+one. :func:`expand_output_buckets` turns a plain network into a bucketed one that computes the
+same function (every copy starts as the plain layers), the start of a fine-tune.
+
 With ``psqt=True`` (not in the thesis; Stockfish's feature transformer has the same term) a linear
 piece-square sum per perspective, ``psqt(stm) - psqt(other)`` halved, is added to the output before
 the scale. Without it every clamped layer bounds the output: our ALL network trained on static
@@ -16,7 +23,8 @@ search could not tell them apart. The term starts at half the material values
 Quantisation (what the core runs):
     L1 weights and biases int16 at scale 127; accumulators int16; activations clamp(acc, 0, 127).
     L2 weights int8 at scale 64 (training clips them to +-127/64), bias int32 at scale 127 * 64;
-    L2 output ``>> 6`` then clamp(0, 127).
+    L2 output ``>> 6`` then clamp(0, 127). With B buckets the L2 rows are bucket-major (bucket
+    b's unit j is row ``b * L2 + j``), and so are the output weights (B * L2) and biases (B).
     Output weights int32 at scale ``OUTPUT_SCALE * 16 / 127``, bias at ``OUTPUT_SCALE * 16``;
     centipawns = (sum + bias) / 16 (Stockfish's serializer, which the thesis's code follows).
 """
@@ -41,6 +49,8 @@ __all__ = [
     "OUT_SHIFT",
     "NnueConfig",
     "Nnue",
+    "output_bucket",
+    "expand_output_buckets",
     "quantise",
     "quantised_forward",
 ]
@@ -51,6 +61,12 @@ L1_SCALE = 127
 L2_SCALE = 64
 OUT_SHIFT = 16
 L2_CLIP = 127.0 / L2_SCALE
+MAX_PIECES = 32
+
+
+def output_bucket(pieces: int, buckets: int) -> int:
+    """The output-layer copy a position with ``pieces`` pieces (kings included) uses."""
+    return min(buckets - 1, max(0, (pieces - 1) * buckets // MAX_PIECES))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,17 +78,27 @@ class NnueConfig:
         l1: accumulator width per perspective.
         l2: hidden width.
         psqt: add the linear piece-square term (see the module docstring).
+        output_buckets: copies of the dense layers, chosen by piece count (1: one copy).
     """
 
     feature_set: str = "ALL"
     l1: int = 256
     l2: int = 32
     psqt: bool = False
+    output_buckets: int = 1
 
     def __post_init__(self) -> None:
-        parse_feature_set(self.feature_set)
+        features = parse_feature_set(self.feature_set)
         if self.l1 < 8 or self.l1 % 8 or self.l2 < 1:
             raise LatentChessError(f"bad sizes l1={self.l1!r} (multiple of 8) l2={self.l2!r}")
+        if not 1 <= self.output_buckets <= MAX_PIECES:
+            raise LatentChessError(
+                f"output_buckets must be 1..{MAX_PIECES}, not {self.output_buckets!r}"
+            )
+        if self.output_buckets > 1 and "ALL" not in features.blocks:
+            raise LatentChessError(
+                f"output buckets count the pieces from the ALL block; {self.feature_set!r} has none"
+            )
 
     @property
     def features(self) -> FeatureSet:
@@ -83,7 +109,7 @@ class NnueConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NnueConfig:
-        unknown = set(data) - {"feature_set", "l1", "l2", "psqt"}
+        unknown = set(data) - {"feature_set", "l1", "l2", "psqt", "output_buckets"}
         if unknown:
             raise LatentChessError(f"unknown NNUE config keys {sorted(unknown)!r}")
         return cls(**data)
@@ -101,8 +127,8 @@ class Nnue(nn.Module):
         n = cfg.features.size
         self.ft = nn.EmbeddingBag(n + 1, cfg.l1, mode="sum", padding_idx=n)
         self.ft_bias = nn.Parameter(torch.zeros(cfg.l1))
-        self.l2 = nn.Linear(2 * cfg.l1, cfg.l2)
-        self.out = nn.Linear(cfg.l2, 1)
+        self.l2 = nn.Linear(2 * cfg.l1, cfg.l2 * cfg.output_buckets)  # bucket-major rows
+        self.out = nn.Linear(cfg.l2, cfg.output_buckets)  # row b: bucket b's output
         with torch.no_grad():  # small first-layer weights: accumulators start inside (0, 1)
             self.ft.weight.normal_(0.0, 0.1 / np.sqrt(32))
             self.ft.weight[n].zero_()
@@ -118,13 +144,28 @@ class Nnue(nn.Module):
         """(B, K) padded indices -> (B, L1) accumulators (float)."""
         return self.ft(features.long()) + self.ft_bias
 
+    def buckets(self, white: Tensor) -> Tensor:
+        """(B,) output bucket of each position, from its pieces (the ALL block's features)."""
+        count = self.cfg.output_buckets
+        if count == 1:
+            return torch.zeros(white.shape[0], dtype=torch.long, device=white.device)
+        features = self.cfg.features
+        start = features.offsets[features.blocks.index("ALL")]
+        pieces = ((white >= start) & (white < start + BLOCK_ALL_SIZE)).sum(dim=1)
+        return ((pieces - 1).clamp(min=0) * count // MAX_PIECES).clamp(max=count - 1).long()
+
     def hidden(self, white: Tensor, black: Tensor, stm: Tensor) -> Tensor:
-        """The second layer before its clamp, (B, L2)."""
+        """The second layer (each position's bucket) before its clamp, (B, L2)."""
         acc_w, acc_b = self.accumulate(white), self.accumulate(black)  # (B, L1) each
         black_to_move = stm.bool().unsqueeze(1)  # (B, 1)
         first = torch.where(black_to_move, acc_b, acc_w)
         second = torch.where(black_to_move, acc_w, acc_b)
-        return self.l2(torch.cat([first, second], dim=1).clamp(0.0, 1.0))
+        z = self.l2(torch.cat([first, second], dim=1).clamp(0.0, 1.0))  # (B, buckets * L2)
+        if self.cfg.output_buckets == 1:
+            return z
+        z = z.view(z.shape[0], self.cfg.output_buckets, self.cfg.l2)
+        index = self.buckets(white).view(-1, 1, 1).expand(-1, 1, self.cfg.l2)
+        return z.gather(1, index).squeeze(1)
 
     def live_units(self, white: Tensor, black: Tensor, stm: Tensor) -> int:
         """How many second-layer units lie inside (0, 1) for at least 0.1% of these positions.
@@ -137,7 +178,8 @@ class Nnue(nn.Module):
     def forward(self, white: Tensor, black: Tensor, stm: Tensor) -> Tensor:
         """Centipawns from the side to move's view, (B,)."""
         x = self.hidden(white, black, stm).clamp(0.0, 1.0)  # (B, L2)
-        y = self.out(x).squeeze(1)  # (B,)
+        y = self.out(x)  # (B, buckets): every copy's output; keep the position's own
+        y = y.gather(1, self.buckets(white).unsqueeze(1)).squeeze(1)  # (B,)
         if self.psqt is not None:
             psqt_w, psqt_b = self.psqt(white.long()).squeeze(1), self.psqt(black.long()).squeeze(1)
             ours = torch.where(stm.bool(), psqt_b, psqt_w)
@@ -174,15 +216,35 @@ def material_init(features: FeatureSet) -> npt.NDArray[np.float32]:
     return weights
 
 
+@torch.no_grad()
+def expand_output_buckets(plain: Nnue, buckets: int) -> Nnue:
+    """A network with ``buckets`` copies of ``plain``'s dense layers: the same function.
+
+    The start of a bucketed fine-tune: every copy begins as the plain layers and the training
+    lets each piece-count range drift on its own.
+    """
+    if plain.cfg.output_buckets != 1:
+        raise LatentChessError(f"expand_output_buckets needs a plain network, not {plain.cfg}")
+    cfg = NnueConfig(**{**plain.cfg.to_dict(), "output_buckets": buckets})
+    net = Nnue(cfg)
+    state = {k: v.clone() for k, v in plain.state_dict().items()}
+    state["l2.weight"] = plain.l2.weight.repeat(buckets, 1)
+    state["l2.bias"] = plain.l2.bias.repeat(buckets)
+    state["out.weight"] = plain.out.weight.repeat(buckets, 1)
+    state["out.bias"] = plain.out.bias.repeat(buckets)
+    net.load_state_dict(state)
+    return net
+
+
 def quantise(model: Nnue) -> dict[str, npt.NDArray[Any]]:
     """Integer tensors the core runs (see the module docstring for the scales)."""
     n = model.cfg.features.size
     w1 = model.ft.weight.detach().cpu().numpy()[:n]  # (N, L1)
     b1 = model.ft_bias.detach().cpu().numpy()
-    w2 = model.l2.weight.detach().cpu().numpy()  # (L2, 2 * L1)
+    w2 = model.l2.weight.detach().cpu().numpy()  # (buckets * L2, 2 * L1)
     b2 = model.l2.bias.detach().cpu().numpy()
-    w3 = model.out.weight.detach().cpu().numpy()[0]  # (L2,)
-    b3 = model.out.bias.detach().cpu().numpy()
+    w3 = model.out.weight.detach().cpu().numpy().reshape(-1)  # (buckets * L2,)
+    b3 = model.out.bias.detach().cpu().numpy()  # (buckets,)
     out_w_scale = OUTPUT_SCALE * OUT_SHIFT / L1_SCALE
     extra: dict[str, npt.NDArray[Any]] = {}
     if model.psqt is not None:  # int32 in centipawns * OUT_SHIFT
@@ -203,19 +265,29 @@ def quantised_forward(
     white: list[npt.NDArray[np.int64]],
     black: list[npt.NDArray[np.int64]],
     stm: npt.NDArray[np.integer[Any]],
+    all_offset: int = 0,
 ) -> npt.NDArray[np.int64]:
-    """Integer reference inference (what the core computes), centipawns per position."""
+    """Integer reference inference (what the core computes), centipawns per position.
+
+    ``all_offset`` (where the ALL block starts) is needed only by a bucketed network: the bucket
+    counts the pieces among its features.
+    """
     w1 = q["ft.weight"].astype(np.int32)
     psqt = q.get("psqt.weight")
+    buckets = len(q["out.bias"])
+    l2 = len(q["out.weight"]) // buckets
     out = np.empty(len(stm), dtype=np.int64)
     for i in range(len(stm)):
+        pieces = int(((white[i] >= all_offset) & (white[i] < all_offset + BLOCK_ALL_SIZE)).sum())
+        bucket = output_bucket(pieces, buckets)
+        rows = slice(bucket * l2, (bucket + 1) * l2)
         acc_w = (q["ft.bias"].astype(np.int32) + w1[white[i]].sum(axis=0)).astype(np.int16)
         acc_b = (q["ft.bias"].astype(np.int32) + w1[black[i]].sum(axis=0)).astype(np.int16)
         first, second = (acc_b, acc_w) if stm[i] else (acc_w, acc_b)
         a1 = np.clip(np.concatenate([first, second]).astype(np.int32), 0, L1_SCALE)
-        z2 = q["l2.weight"].astype(np.int32) @ a1 + q["l2.bias"]
+        z2 = q["l2.weight"][rows].astype(np.int32) @ a1 + q["l2.bias"][rows]
         a2 = np.clip(z2 >> 6, 0, L1_SCALE)
-        total = int(q["out.weight"] @ a2 + int(q["out.bias"][0]))
+        total = int(q["out.weight"][rows] @ a2 + int(q["out.bias"][bucket]))
         if psqt is not None:
             ours, theirs = (black[i], white[i]) if stm[i] else (white[i], black[i])
             total += (int(psqt[ours].sum()) - int(psqt[theirs].sum())) >> 1

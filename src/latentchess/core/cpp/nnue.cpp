@@ -35,20 +35,23 @@ void clamp_to_bytes(const std::int16_t* in, std::uint8_t* out, int width) {
 }
 
 int output_layers(const NnueNetwork& net, const std::int16_t* us, const std::int16_t* them,
-                  std::int32_t psqt_us, std::int32_t psqt_them) {
+                  std::int32_t psqt_us, std::int32_t psqt_them, int pieces) {
     const int l1 = net.l1;
+    const int bucket = net.output_bucket(pieces);
+    const std::size_t first_row = static_cast<std::size_t>(bucket) * static_cast<std::size_t>(net.l2);
     alignas(64) std::array<std::uint8_t, 2 * kNnueMaxL1> a1;  // no allocation per evaluation
     clamp_to_bytes(us, a1.data(), l1);
     clamp_to_bytes(them, a1.data() + l1, l1);
-    std::int64_t total = net.out_bias;
+    std::int64_t total = net.out_bias[bucket];
     if (!net.psqt_weight.empty()) total += (static_cast<std::int64_t>(psqt_us) - psqt_them) >> 1;
     for (int j = 0; j < net.l2; ++j) {
-        const std::int8_t* row = net.l2_weight.data() + static_cast<std::size_t>(j) * 2 * l1;
+        const std::size_t unit = first_row + static_cast<std::size_t>(j);
+        const std::int8_t* row = net.l2_weight.data() + unit * 2 * l1;
         std::int32_t z = 0;
         for (int i = 0; i < 2 * l1; ++i) z += static_cast<std::int32_t>(row[i]) * a1[i];
-        z += net.l2_bias[j];
+        z += net.l2_bias[unit];
         const int a2 = std::clamp(z >> 6, 0, 127);
-        total += static_cast<std::int64_t>(net.out_weight[j]) * a2;
+        total += static_cast<std::int64_t>(net.out_weight[unit]) * a2;
     }
     return static_cast<int>(total >> 4);
 }
@@ -62,12 +65,20 @@ int bounded(int centipawns) {
 void NnueNetwork::validate() const {
     const auto n = static_cast<std::size_t>(features.size);
     const auto w1 = static_cast<std::size_t>(l1), w2 = static_cast<std::size_t>(l2);
+    const auto buckets = static_cast<std::size_t>(output_buckets);
+    if (output_buckets < 1 || output_buckets > 32 ||
+        (output_buckets > 1 && std::find(features.blocks.begin(), features.blocks.end(), FeatureBlock::All) == features.blocks.end())) {
+        throw std::invalid_argument("NNUE network '" + source + "': " + std::to_string(output_buckets) +
+                                    " output buckets (1..32, more than one needs the ALL block)");
+    }
     if (l1 <= 0 || l2 <= 0 || l1 > kNnueMaxL1 || ft_weight.size() != n * w1 || ft_bias.size() != w1 ||
-        l2_weight.size() != w2 * 2 * w1 || l2_bias.size() != w2 || out_weight.size() != w2 ||
+        l2_weight.size() != buckets * w2 * 2 * w1 || l2_bias.size() != buckets * w2 ||
+        out_weight.size() != buckets * w2 || out_bias.size() != buckets ||
         (!psqt_weight.empty() && psqt_weight.size() != n)) {
         throw std::invalid_argument("NNUE network '" + source + "': tensor sizes do not match " +
                                     features.name() + " with L1=" + std::to_string(l1) +
-                                    " L2=" + std::to_string(l2));
+                                    " L2=" + std::to_string(l2) + " and " +
+                                    std::to_string(output_buckets) + " output buckets");
     }
 }
 
@@ -85,14 +96,16 @@ NnueAccumulator refresh_accumulator(const NnueNetwork& network, const Position& 
     return accumulator;
 }
 
-int nnue_output(const NnueNetwork& network, const NnueAccumulator& accumulator, Color side_to_move) {
+int nnue_output(const NnueNetwork& network, const NnueAccumulator& accumulator, Color side_to_move,
+                int pieces) {
     return output_layers(network, accumulator.values[side_to_move].data(),
                          accumulator.values[~side_to_move].data(), accumulator.psqt[side_to_move],
-                         accumulator.psqt[~side_to_move]);
+                         accumulator.psqt[~side_to_move], pieces);
 }
 
 int nnue_evaluate(const NnueNetwork& network, const Position& position) {
-    return nnue_output(network, refresh_accumulator(network, position), position.side_to_move());
+    return nnue_output(network, refresh_accumulator(network, position), position.side_to_move(),
+                       popcount(position.occupied()));
 }
 
 namespace {
@@ -314,9 +327,11 @@ int NnueEvaluator::evaluate(const Position& position) {
     if (only_local_) {
         const Color us = position.side_to_move();
         const std::int32_t* psqt = psqt_stack_.data() + static_cast<std::size_t>(ply_) * 2;
-        return bounded(output_layers(*network_, top + us * l1, top + (~us) * l1, psqt[us], psqt[~us]));
+        return bounded(output_layers(*network_, top + us * l1, top + (~us) * l1, psqt[us], psqt[~us],
+                                     popcount(position.occupied())));
     }
-    return bounded(nnue_output(*network_, current_accumulator(position), position.side_to_move()));
+    return bounded(nnue_output(*network_, current_accumulator(position), position.side_to_move(),
+                               popcount(position.occupied())));
 }
 
 }  // namespace latentchess::core

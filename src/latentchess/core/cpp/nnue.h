@@ -8,6 +8,9 @@
 //    centipawns = (out_weight . a2 + out_bias) >> 4 (arithmetic shift = floor). With the optional
 //    psqt term (psqt_weight int32 (N), centipawns * 16): (psqt(us) - psqt(them)) >> 1 is added to
 //    the sum before the final shift; psqt(perspective) sums the weights of its active features.
+//  * With output_buckets = B > 1 the dense layers come in B copies, bucket-major (bucket b's L2
+//    rows are b * L2 .. b * L2 + L2 - 1, its output weights likewise, its bias out_bias[b]); a
+//    position uses copy output_bucket(pieces on the board), as the Python reference does.
 //  * The network is immutable after construction and shared between evaluators (and threads).
 //  * NnueEvaluator keeps one accumulator pair per ply on a stack: on_do_move computes the child's
 //    from the parent's for the local blocks (ALL, H, V, D1, D2: a feature depends on one piece's
@@ -38,15 +41,21 @@ struct NnueNetwork {
     int l2 = 0;
     std::vector<std::int16_t> ft_weight;  // (N, L1)
     std::vector<std::int16_t> ft_bias;    // (L1)
-    std::vector<std::int8_t> l2_weight;   // (L2, 2 * L1)
-    std::vector<std::int32_t> l2_bias;    // (L2)
-    std::vector<std::int32_t> out_weight;  // (L2)
-    std::int32_t out_bias = 0;
+    int output_buckets = 1;
+    std::vector<std::int8_t> l2_weight;   // (buckets * L2, 2 * L1)
+    std::vector<std::int32_t> l2_bias;    // (buckets * L2)
+    std::vector<std::int32_t> out_weight;  // (buckets * L2)
+    std::vector<std::int32_t> out_bias;    // (buckets)
     std::vector<std::int32_t> psqt_weight;  // (N), or empty: no psqt term
     std::string source;  // where it was loaded from (for messages)
 
     // Throws std::invalid_argument when the sizes do not match the feature set and widths.
     void validate() const;
+    // The dense-layer copy of a position with `pieces` pieces (kings included).
+    int output_bucket(int pieces) const {
+        const int bucket = (pieces - 1) * output_buckets / 32;
+        return bucket < 0 ? 0 : bucket >= output_buckets ? output_buckets - 1 : bucket;
+    }
 };
 
 // Accumulators of both perspectives (White = 0, Black = 1), int16, L1 each.
@@ -58,8 +67,10 @@ struct NnueAccumulator {
 // Accumulator of a position from scratch (every block).
 NnueAccumulator refresh_accumulator(const NnueNetwork& network, const Position& position);
 
-// The output layers on an accumulator: centipawns, side to move's view.
-int nnue_output(const NnueNetwork& network, const NnueAccumulator& accumulator, Color side_to_move);
+// The output layers on an accumulator: centipawns, side to move's view; `pieces` (kings included)
+// picks the output bucket.
+int nnue_output(const NnueNetwork& network, const NnueAccumulator& accumulator, Color side_to_move,
+                int pieces);
 
 // Full evaluation from scratch (refresh + output).
 int nnue_evaluate(const NnueNetwork& network, const Position& position);

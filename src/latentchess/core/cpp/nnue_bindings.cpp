@@ -135,6 +135,7 @@ void bind_nnue(py::module_& m) {
         .def_property_readonly("feature_set", [](const NnueNetwork& n) { return n.features.name(); })
         .def_property_readonly("l1", [](const NnueNetwork& n) { return n.l1; })
         .def_property_readonly("l2", [](const NnueNetwork& n) { return n.l2; })
+        .def_property_readonly("output_buckets", [](const NnueNetwork& n) { return n.output_buckets; })
         .def("evaluate", [](const NnueNetwork& n, const Position& p) { return nnue_evaluate(n, p); });
 
     m.def(

@@ -101,17 +101,23 @@ std::shared_ptr<const NnueNetwork> load_nnue_network(const std::string& path) {
         network->features = FeatureSet::parse(string_field(metadata, "feature_set", file));
         network->l1 = std::stoi(string_field(metadata, "l1", file));
         network->l2 = std::stoi(string_field(metadata, "l2", file));
+        // Files written before output buckets have no such key: one bucket.
+        if (metadata.find("\"output_buckets\"") != std::string::npos)
+            network->output_buckets = std::stoi(string_field(metadata, "output_buckets", file));
     } catch (const std::logic_error& error) {
         fail(file, error.what());
     }
     const auto n = static_cast<std::size_t>(network->features.size);
     const auto l1 = static_cast<std::size_t>(network->l1), l2 = static_cast<std::size_t>(network->l2);
+    if (network->output_buckets < 1 || network->output_buckets > 32)
+        fail(file, "output_buckets " + std::to_string(network->output_buckets) + " is not 1..32");
+    const auto buckets = static_cast<std::size_t>(network->output_buckets);
     network->ft_weight = tensor<std::int16_t>(header, data, "q.ft.weight", "I16", n * l1, file);
     network->ft_bias = tensor<std::int16_t>(header, data, "q.ft.bias", "I16", l1, file);
-    network->l2_weight = tensor<std::int8_t>(header, data, "q.l2.weight", "I8", l2 * 2 * l1, file);
-    network->l2_bias = tensor<std::int32_t>(header, data, "q.l2.bias", "I32", l2, file);
-    network->out_weight = tensor<std::int32_t>(header, data, "q.out.weight", "I32", l2, file);
-    network->out_bias = tensor<std::int32_t>(header, data, "q.out.bias", "I32", 1, file)[0];
+    network->l2_weight = tensor<std::int8_t>(header, data, "q.l2.weight", "I8", buckets * l2 * 2 * l1, file);
+    network->l2_bias = tensor<std::int32_t>(header, data, "q.l2.bias", "I32", buckets * l2, file);
+    network->out_weight = tensor<std::int32_t>(header, data, "q.out.weight", "I32", buckets * l2, file);
+    network->out_bias = tensor<std::int32_t>(header, data, "q.out.bias", "I32", buckets, file);
     // Optional psqt term (metadata "psqt": "True"); files written before it have no such key.
     if (metadata.find("\"psqt\"") != std::string::npos && string_field(metadata, "psqt", file) == "True") {
         network->psqt_weight = tensor<std::int32_t>(header, data, "q.psqt.weight", "I32", n, file);
