@@ -12,12 +12,15 @@
 # SELFPLAY_BIN: a .bin of `latentchess data selfplay` (a copy cut to whole records, so a run
 # still writing the file can go on). Rerunning resumes: finished arms are skipped, trainings
 # resume from their checkpoints and matches from their PGNs. Knobs (an empty list skips its part):
-# FT_ARMS (LAMBDA:LR:STEPS each; "1:5e-4:500 0.75:5e-4:1500 1:1e-4:500"), SF_ARMS (LR:STEPS
-# each, on Stockfish's static labels of the same positions; "1e-4:500 5e-4:500"), L1S ("128 256
+# FT_ARMS (LAMBDA:LR:STEPS each; "1:5e-4:500 0.75:5e-4:1500 1:1e-4:500"), SF_ARMS (LR:STEPS or
+# LR:STEPS:OUTPUT_BUCKETS each, on Stockfish's static labels of the same positions; "1e-4:500
+# 5e-4:500"; a bucketed arm starts with every bucket a copy of the shipped layers), L1S ("128 256
 # 512"), SCRATCH_LAMBDA (1), SCRATCH_MINUTES (6), NODES (20000), MAX_GAMES (400), SCRATCH_GAMES
 # (60), LABEL_SHARDS (Stockfish labelling processes at once; 1), SF_EXTRA_DATA (labelled
 # directories the SF arms also train on, such as an earlier round's OUT/static; none),
-# TRAIN_THREADS (1), MATCHES (0: stop after the loss table; 1).
+# TRAIN_THREADS (1), DENSE_LR_SCALE (the dense layers' rate factor of the SF arms; 0.1, the
+# shipped recipe; another value adds -d<value> to the run's name), MATCHES (0: stop after the
+# loss table; 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$1
@@ -33,6 +36,7 @@ SCRATCH_GAMES=${SCRATCH_GAMES:-60}
 LABEL_SHARDS=${LABEL_SHARDS:-1}
 SF_EXTRA_DATA=${SF_EXTRA_DATA-}
 TRAIN_THREADS=${TRAIN_THREADS:-1}
+DENSE_LR_SCALE=${DENSE_LR_SCALE:-0.1}
 MATCHES=${MATCHES:-1}
 LC=(.venv/bin/python -m latentchess)
 SHIPPED=src/latentchess/weights/nnue-default
@@ -43,7 +47,7 @@ mkdir -p "$OUT"
 train() {
     local run=$1
     shift
-    "${LC[@]}" train nnue --out "$run" "$@" --l2 32 --psqt --dense-lr-scale 0.1 --gamma 0.9 \
+    "${LC[@]}" train nnue --out "$run" --dense-lr-scale 0.1 "$@" --l2 32 --psqt --gamma 0.9 \
         --epoch-positions 10000000 --threads "$TRAIN_THREADS" --eval-every 100 --checkpoint-every 100 \
         --log-every 50 --no-progress > "$run.log" 2>&1
 }
@@ -71,11 +75,14 @@ fi
 sf_data=(--data "$OUT/static")
 for extra in $SF_EXTRA_DATA; do sf_data+=(--data "$extra"); done
 for arm in $SF_ARMS; do
-    IFS=: read -r lr steps <<< "$arm"
+    IFS=: read -r lr steps buckets <<< "$arm"
+    buckets=${buckets:-1}
     run="$OUT/ft-sf-lr$lr-s$steps"
+    [ "$buckets" = 1 ] || run="$run-b$buckets"  # output buckets, each starting as the shipped layers
+    [ "$DENSE_LR_SCALE" = 0.1 ] || run="$run-d$DENSE_LR_SCALE"
     [ -f "$run/model/config.json" ] && continue
     train "$run" "${sf_data[@]}" --cache "$OUT/cache-static" --init "$SHIPPED" --l1 256 \
-        --lr "$lr" --steps "$steps"
+        --lr "$lr" --steps "$steps" --output-buckets "$buckets" --dense-lr-scale "$DENSE_LR_SCALE"
 done
 
 # From scratch, equal minutes: which accumulator width does this budget favour?
