@@ -80,6 +80,7 @@ def test_a_smaller_dense_learning_rate_keeps_second_layer_units_alive() -> None:
     assert live[0.05] > live[1.0], live
     with pytest.raises(LatentChessError, match="dense_lr_scale"):
         NnueTrainConfig(data=("x",), out=Path("y"), dense_lr_scale=0.0)
+    assert NnueTrainConfig(data=("x",), out=Path("y"), dense_lr_scale=10.0).dense_lr_scale == 10.0
 
 
 def test_quantised_inference_tracks_the_float_network() -> None:

@@ -470,7 +470,8 @@ def add_nnue_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=1.0,
         help="learning-rate factor of the L2 and output layers (default 1); below 1 keeps "
-        "second-layer units from leaving (0, 1) for good",
+        "second-layer units from leaving (0, 1) for good, above 1 lets a bucketed fine-tune "
+        "move its dense layers more than the accumulator",
     )
     p.add_argument("--no-progress", action="store_true")
 

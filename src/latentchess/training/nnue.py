@@ -144,9 +144,11 @@ class NnueTrainConfig:
             raise LatentChessError(f"lambda must lie in [0, 1], got {self.score_lambda!r}")
         if self.score_lambda != 1.0 and self.loss != "score":
             raise LatentChessError("lambda (the game result in the target) needs --loss score")
-        if not 0.0 < self.dense_lr_scale <= 1.0:
+        if not 0.0 < self.dense_lr_scale < float("inf"):
+            # Above 1: the dense layers move faster than the feature transformer (a bucketed
+            # fine-tune that keeps the accumulator nearly as it was).
             raise LatentChessError(
-                f"dense_lr_scale must lie in (0, 1], got {self.dense_lr_scale!r}"
+                f"dense_lr_scale must be positive and finite, got {self.dense_lr_scale!r}"
             )
 
     def to_dict(self) -> dict[str, Any]:
