@@ -47,6 +47,21 @@ from latentchess.training.objectives.nnue import train_nnue
 from training_fixtures import write_material_csv as _write_csv
 
 
+def _small_run(csv: Path, **overrides: Any) -> dict[str, Any]:
+    """Settings of a few-step run on ``csv`` (one thread, CPU, quiet), with overrides."""
+    return {
+        "data": (str(csv),),
+        "batch_size": 64,
+        "checkpoint_every": 1,
+        "log_every": 1,
+        "threads": 1,
+        "device": "cpu",
+        "progress": False,
+        "holdout_fraction": 0.1,
+        **overrides,
+    }
+
+
 def test_losses_match_the_thesis_formulas() -> None:
     out, target = torch.tensor([0.0, 361.0]), torch.tensor([0.0, -410.0])
     expected = (abs(1 / (1 + math.exp(-1)) - 1 / (1 + math.exp(1)))) ** 2.6 / 2
@@ -163,17 +178,7 @@ def test_output_buckets_follow_the_piece_count_and_start_as_the_plain_network() 
 def test_a_plain_network_fine_tunes_into_a_bucketed_one(tmp_path: Path) -> None:
     csv = tmp_path / "pos.csv.gz"
     _write_csv(csv)
-    common = {
-        "data": (str(csv),),
-        "batch_size": 64,
-        "eval_every": 2,
-        "checkpoint_every": 2,
-        "log_every": 1,
-        "threads": 1,
-        "device": "cpu",
-        "progress": False,
-        "holdout_fraction": 0.1,
-    }
+    common = _small_run(csv, eval_every=2, checkpoint_every=2)
     plain_cfg = NnueConfig(feature_set="ALL", l1=16, l2=4, psqt=True)
     plain = train_nnue(
         NnueTrainConfig(out=tmp_path / "plain", network=plain_cfg, steps=2, **common)
@@ -252,20 +257,13 @@ def test_cache_filters_and_reports_bad_rows(tmp_path: Path) -> None:
 def test_train_resume_save_load_and_pqr_finetune(tmp_path: Path) -> None:
     csv = tmp_path / "pos.csv.gz"
     _write_csv(csv)
-    common = {
-        "data": (str(csv),),
-        "out": tmp_path / "run",
-        "network": NnueConfig(feature_set="ALL", l1=16, l2=4),
-        "dense_lr_scale": 0.5,  # two parameter groups, through a resume
-        "batch_size": 64,
-        "eval_every": 2,
-        "checkpoint_every": 1,
-        "log_every": 1,
-        "threads": 1,
-        "device": "cpu",
-        "progress": False,
-        "holdout_fraction": 0.1,
-    }
+    common = _small_run(
+        csv,
+        out=tmp_path / "run",
+        network=NnueConfig(feature_set="ALL", l1=16, l2=4),
+        dense_lr_scale=0.5,  # two parameter groups, through a resume
+        eval_every=2,
+    )
     first = train_nnue(NnueTrainConfig(steps=3, **common))
     assert first.step == 3 and first.model_dir is not None
     second = train_nnue(NnueTrainConfig(steps=5, **common))
@@ -293,16 +291,7 @@ def test_psqt_network_trains_keeps_material_linear_and_old_checkpoints_resume(
 
     csv = tmp_path / "pos.csv.gz"
     _write_csv(csv)
-    common = {
-        "data": (str(csv),),
-        "batch_size": 64,
-        "checkpoint_every": 1,
-        "log_every": 1,
-        "threads": 1,
-        "device": "cpu",
-        "progress": False,
-        "holdout_fraction": 0.1,
-    }
+    common = _small_run(csv)
     run = train_nnue(
         NnueTrainConfig(
             out=tmp_path / "psqt", steps=3, network=NnueConfig(l1=16, l2=4, psqt=True), **common
