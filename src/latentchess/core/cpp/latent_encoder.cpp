@@ -184,6 +184,7 @@ std::shared_ptr<const LatentNetwork> make_latent_network(const LatentWeights& we
     transformer->l2_weight.assign(2 * width, 0);
     transformer->l2_bias.assign(1, 0);
     transformer->out_weight.assign(1, 0);
+    transformer->out_bias.assign(1, 0);
     transformer->source = source;
     try {
         transformer->validate();
