@@ -66,8 +66,9 @@ void NnueNetwork::validate() const {
     const auto n = static_cast<std::size_t>(features.size);
     const auto w1 = static_cast<std::size_t>(l1), w2 = static_cast<std::size_t>(l2);
     const auto buckets = static_cast<std::size_t>(output_buckets);
-    if (output_buckets < 1 || output_buckets > 32 ||
-        (output_buckets > 1 && std::find(features.blocks.begin(), features.blocks.end(), FeatureBlock::All) == features.blocks.end())) {
+    const bool has_all =
+        std::find(features.blocks.begin(), features.blocks.end(), FeatureBlock::All) != features.blocks.end();
+    if (output_buckets < 1 || output_buckets > 32 || (output_buckets > 1 && !has_all)) {
         throw std::invalid_argument("NNUE network '" + source + "': " + std::to_string(output_buckets) +
                                     " output buckets (1..32, more than one needs the ALL block)");
     }
