@@ -112,11 +112,18 @@ class NnueEvaluator final : public Evaluator {
     void apply_piece(Color color, PieceType type, Square square, int delta,
                      ColumnChanges* changes = nullptr);
     void grow_stacks();
+    // The dense layers on one accumulator pair (side to move first), bounded centipawns: the
+    // chunked fast path where dense_columns_ holds the regrouped weights, else output_layers.
+    int dense_output(const std::int16_t* us, const std::int16_t* them, std::int32_t psqt_us,
+                     std::int32_t psqt_them, int pieces) const;
     // Opens ply_ + 1 with the parent's psqt sums and piece counts (the accumulator is the
     // caller's to fill) and moves to it.
     void push_ply();
 
     std::shared_ptr<const NnueNetwork> network_;
+    // network_'s l2_weight regrouped by input chunk (nnue.cpp, output_layers_by_chunks), shared
+    // by clones; empty where the CPU or L2 has no fast path.
+    std::shared_ptr<const std::vector<std::int8_t>> dense_columns_;
     int all_offset_ = -1;  // offset of the ALL block, -1 when the set has none
     std::vector<std::size_t> shared_blocks_;  // indices of H, V, D1, D2 in the set (counted)
     bool only_local_ = false;  // no block is summed at evaluation

@@ -31,6 +31,7 @@
 
 #include "bitboard.h"
 #include "types.h"
+#include "zobrist.h"
 
 namespace latentchess::core {
 
@@ -127,6 +128,18 @@ class Position {
     int halfmove_clock() const { return state().halfmove_clock; }
     int fullmove_number() const { return state().fullmove_number; }
     std::uint64_t key() const { return state().key; }
+    // key() after `move` as if it were a plain move or capture (castling rights, en passant,
+    // promotion and the castling rook left out): exact for most moves, for prefetching only.
+    std::uint64_t key_after(Move move) const {
+        const Color us = side_;
+        const PieceType type = piece_type_on(move.from());
+        std::uint64_t key = state().key ^ state().en_passant_key ^ zobrist::white_to_move() ^
+                            zobrist::piece(us, type, move.from()) ^ zobrist::piece(us, type, move.to());
+        if (board_[move.to()] && color_on(move.to()) != us) {
+            key ^= zobrist::piece(~us, piece_type_on(move.to()), move.to());
+        }
+        return key;
+    }
     const StateInfo& state() const { return states_.back(); }
 
     bool in_check() const { return state().checkers != 0; }

@@ -102,9 +102,13 @@ Search::Search(const Position& root, TranspositionTable& table, Evaluator& evalu
 // -- position bookkeeping -------------------------------------------------------------------------
 
 void Search::do_move(Move move) {
+  // The child's bucket loads while the evaluator updates its accumulators; a move whose key the
+  // guess misses (castling, en passant, promotion, lost castling rights) is prefetched after.
+  const std::uint64_t guess = position_.key_after(move);
+  table_.prefetch(guess);
   evaluator_.on_do_move(position_, move);
   position_.do_move(move);
-  table_.prefetch(position_.key());
+  if (position_.key() != guess) table_.prefetch(position_.key());
 }
 
 void Search::undo_move() {
