@@ -2,8 +2,9 @@
 
 Each round runs, for each tree in turn (a fresh process with that tree's ``src`` first on the
 path, its native core already built), perft of the start position to depth 6 and of Kiwipete to
-depth 5, and ``latentchess bench`` (its node count is the search's signature, its nodes/s the
-speed). Interleaving the trees round by round spreads a shared machine's load over both; the
+depth 5, and ``latentchess bench`` for each ``--eval`` (default: the hand-crafted evaluation;
+``--eval nnue`` adds the shipped network; each node count is the search's signature, its nodes/s
+the speed). Interleaving the trees round by round spreads a shared machine's load over both; the
 report gives medians and the ratio B / A.
 
 Run (from the repository root)::
@@ -60,13 +61,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", action="append", required=True, help="LABEL=PATH (two of them)")
     parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument(
+        "--eval",
+        action="append",
+        choices=["hce", "nnue"],
+        help="evaluations to bench (repeatable; default hce)",
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     trees = [(label, Path(path)) for label, path in (t.split("=", 1) for t in args.tree)]
+    evals = args.eval or ["hce"]
+    bench_keys = {name: "bench_nps" if name == "hce" else f"bench_{name}_nps" for name in evals}
     if len(trees) != 2:
         parser.error("give exactly two --tree LABEL=PATH")
     samples: dict[str, dict[str, list[float]]] = {
-        label: {"start_s": [], "kiwipete_s": [], "bench_nps": []} for label, _ in trees
+        label: {"start_s": [], "kiwipete_s": [], **{key: [] for key in bench_keys.values()}}
+        for label, _ in trees
     }
     nodes: dict[str, dict[str, int]] = {label: {} for label, _ in trees}
     load = [os.getloadavg()[0]]
@@ -77,12 +87,13 @@ def main() -> int:
                 name, count, seconds = line.split()
                 samples[label][f"{name}_s"].append(float(seconds))
                 nodes[label][f"perft_{name}"] = int(count)
-            bench = _run(tree, ["-m", "latentchess", "bench"])
-            nps = re.search(r"Nodes/second\s*:\s*(\d+)", bench)
-            searched = re.search(r"Nodes searched\s*:\s*(\d+)", bench)
-            assert nps and searched, bench[-500:]
-            samples[label]["bench_nps"].append(float(nps.group(1)))
-            nodes[label]["bench"] = int(searched.group(1))
+            for name, key in bench_keys.items():
+                bench = _run(tree, ["-m", "latentchess", "bench", "--eval", name])
+                nps = re.search(r"Nodes/second\s*:\s*(\d+)", bench)
+                searched = re.search(r"Nodes searched\s*:\s*(\d+)", bench)
+                assert nps and searched, bench[-500:]
+                samples[label][key].append(float(nps.group(1)))
+                nodes[label][key.replace("_nps", "")] = int(searched.group(1))
         load.append(os.getloadavg()[0])
         elapsed = time.perf_counter() - began
         print(
@@ -121,7 +132,7 @@ def main() -> int:
         f"| measure (median of {args.rounds}) | {a} | {b} | {b} / {a} |",
         "|---|---|---|---|",
     ]
-    for key in ("start_s", "kiwipete_s", "bench_nps"):
+    for key in ("start_s", "kiwipete_s", *bench_keys.values()):
         lines.append(
             f"| {key} | {medians[a][key]:,.3f} | {medians[b][key]:,.3f} | {ratios[key]:.3f} |"
         )
