@@ -6,8 +6,17 @@
 #include <cstring>
 #include <stdexcept>
 
-#if defined(__AVX2__)
+// The dense layer's AVX2 kernel (below) is compiled on every x86-64 build with GCC or Clang: with
+// the build's own flags when they include AVX2 (VNNI too where they include it), else for the
+// avx2 target alone and picked at run time when the CPU has it (portable wheels).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#define LATENTCHESS_DENSE_KERNEL 1
+#if defined(__AVX2__)
+#define LATENTCHESS_AVX2_TARGET
+#else
+#define LATENTCHESS_AVX2_TARGET __attribute__((target("avx2")))
+#endif
 #endif
 
 namespace latentchess::core {
@@ -65,10 +74,10 @@ int output_layers(const NnueNetwork& net, const std::int16_t* us, const std::int
 // inputs, the 4 weights of every unit lie together. One chunk then costs one broadcast of its 4
 // input bytes and one multiply-add per 8 units, with no horizontal sums. The clamped inputs are
 // rarely zero four at a time (1% of chunks with the shipped network), so every chunk is
-// computed; 512-bit registers measured no faster on this AMD EPYC. AVX2 (VNNI where the CPU has
-// it); other CPUs and unit counts take output_layers.
-#if defined(__AVX2__)
-inline __m256i multiply_add_bytes(__m256i sums, __m256i inputs, __m256i weights) {
+// computed; 512-bit registers measured no faster on this AMD EPYC. AVX2 (VNNI where the build
+// has it); other CPUs and unit counts take output_layers.
+#if defined(LATENTCHESS_DENSE_KERNEL)
+LATENTCHESS_AVX2_TARGET inline __m256i multiply_add_bytes(__m256i sums, __m256i inputs, __m256i weights) {
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
     return _mm256_dpbusd_epi32(sums, inputs, weights);
 #else
@@ -79,7 +88,7 @@ inline __m256i multiply_add_bytes(__m256i sums, __m256i inputs, __m256i weights)
 }
 
 template <int Groups>  // L2 = 8 * Groups units
-void dense_by_chunks(const std::uint8_t* a1, int chunks, const std::int8_t* columns, std::int32_t* z) {
+LATENTCHESS_AVX2_TARGET void dense_by_chunks(const std::uint8_t* a1, int chunks, const std::int8_t* columns, std::int32_t* z) {
     // Two chunks a step into two sets of sums: the multiply-adds of one set wait on each other.
     __m256i sums[2][Groups];
     for (int g = 0; g < Groups; ++g) sums[0][g] = sums[1][g] = _mm256_setzero_si256();
@@ -102,7 +111,10 @@ void dense_by_chunks(const std::uint8_t* a1, int chunks, const std::int8_t* colu
 #endif
 
 bool dense_by_chunks_applies(const NnueNetwork& net) {
-#if defined(__AVX2__)
+#if defined(LATENTCHESS_DENSE_KERNEL)
+#if !defined(__AVX2__)
+    if (!__builtin_cpu_supports("avx2")) return false;
+#endif
     return (net.l2 == 8 || net.l2 == 16 || net.l2 == 32 || net.l2 == 64) && net.l1 % 4 == 0;
 #else
     (void)net;
@@ -113,7 +125,7 @@ bool dense_by_chunks_applies(const NnueNetwork& net) {
 int output_layers_by_chunks(const NnueNetwork& net, const std::vector<std::int8_t>& columns,
                             const std::int16_t* us, const std::int16_t* them, std::int32_t psqt_us,
                             std::int32_t psqt_them, int pieces) {
-#if defined(__AVX2__)
+#if defined(LATENTCHESS_DENSE_KERNEL)
     const int l1 = net.l1;
     const int chunks = 2 * l1 / 4;
     const int bucket = net.output_bucket(pieces);
