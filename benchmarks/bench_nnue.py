@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import subprocess
@@ -39,6 +40,13 @@ from latentchess.provenance import git_commit
 
 RESULTS = Path(__file__).resolve().parent / "results" / "nnue.json"
 SHARED = Path(__file__).resolve().parents[2] / "shared"  # the checkout's ../shared
+
+
+def _shown(path: Path) -> str:
+    """``path`` as a record shows it: from the checkout's root (``../shared/...`` for the shared
+    data), so that no machine's directory layout lands in committed results."""
+    root = Path(__file__).resolve().parents[1]
+    return os.path.relpath(Path(path).resolve(), root)
 
 
 def _record(kind: str, data: dict[str, Any], command: str) -> None:
@@ -301,7 +309,7 @@ def evalloss(args: argparse.Namespace) -> dict[str, Any]:
         results[spec.replace(str(Path.cwd()) + "/", "")] = entry
     return {
         "positions": len(fens),
-        "source": f"{args.pgn} (quiet positions, every {args.every}th ply from ply 10)",
+        "source": f"{_shown(args.pgn)} (quiet positions, every {args.every}th ply from ply 10)",
         "stockfish_depth": args.depth,
         "evaluators": results,
     }
