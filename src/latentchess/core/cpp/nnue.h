@@ -11,6 +11,10 @@
 //  * With output_buckets = B > 1 the dense layers come in B copies, bucket-major (bucket b's L2
 //    rows are b * L2 .. b * L2 + L2 - 1, its output weights likewise, its bias out_bias[b]); a
 //    position uses copy output_bucket(pieces on the board), as the Python reference does.
+//  * NnueEvaluator computes the dense layer from a regrouped copy of l2_weight with an AVX2
+//    kernel where the CPU has one (nnue.cpp, output_layers_by_chunks; picked at run time in
+//    portable builds): the same integers as output_layers, which nnue_output and nnue_evaluate
+//    keep as the reference (tested against each other and the Python reference).
 //  * The network is immutable after construction and shared between evaluators (and threads).
 //  * NnueEvaluator keeps one accumulator pair per ply on a stack: on_do_move computes the child's
 //    from the parent's for the local blocks (ALL, H, V, D1, D2: a feature depends on one piece's
