@@ -47,30 +47,8 @@ void clamp_to_bytes(const std::int16_t* in, std::uint8_t* out, int width) {
     }
 }
 
-int output_layers(const NnueNetwork& net, const std::int16_t* us, const std::int16_t* them,
-                  std::int32_t psqt_us, std::int32_t psqt_them, int pieces) {
-    const int l1 = net.l1;
-    const int bucket = net.output_bucket(pieces);
-    const std::size_t first_row = static_cast<std::size_t>(bucket) * static_cast<std::size_t>(net.l2);
-    alignas(64) std::array<std::uint8_t, 2 * kNnueMaxL1> a1;  // no allocation per evaluation
-    clamp_to_bytes(us, a1.data(), l1);
-    clamp_to_bytes(them, a1.data() + l1, l1);
-    std::int64_t total = net.out_bias[bucket];
-    if (!net.psqt_weight.empty()) total += (static_cast<std::int64_t>(psqt_us) - psqt_them) >> 1;
-    for (int j = 0; j < net.l2; ++j) {
-        const std::size_t unit = first_row + static_cast<std::size_t>(j);
-        const std::int8_t* row = net.l2_weight.data() + unit * 2 * l1;
-        std::int32_t z = 0;
-        for (int i = 0; i < 2 * l1; ++i) z += static_cast<std::int32_t>(row[i]) * a1[i];
-        z += net.l2_bias[unit];
-        const int a2 = std::clamp(z >> 6, 0, 127);
-        total += static_cast<std::int64_t>(net.out_weight[unit]) * a2;
-    }
-    return static_cast<int>(total >> 4);
-}
-
 // The dense layer by input chunks (the evaluator's fast path; exactly the same integers as
-// output_layers). The L2 x 2*L1 weights are regrouped (dense_columns) so that, for each chunk of 4
+// output_layers' plain loop). The L2 x 2*L1 weights are regrouped (dense_columns) so that, for each chunk of 4
 // inputs, the 4 weights of every unit lie together. One chunk then costs one broadcast of its 4
 // input bytes and one multiply-add per 8 units, with no horizontal sums. The clamped inputs are
 // rarely zero four at a time (1% of chunks with the shipped network), so every chunk is
@@ -122,40 +100,51 @@ bool dense_by_chunks_applies(const NnueNetwork& net) {
 #endif
 }
 
-int output_layers_by_chunks(const NnueNetwork& net, const std::vector<std::int8_t>& columns,
-                            const std::int16_t* us, const std::int16_t* them, std::int32_t psqt_us,
-                            std::int32_t psqt_them, int pieces) {
-#if defined(LATENTCHESS_DENSE_KERNEL)
+// The dense layers: centipawns, side to move's view. `columns` (dense_columns' regrouping, for
+// this network) takes the chunked kernel; nullptr the plain loop, the reference.
+int output_layers(const NnueNetwork& net, const std::int16_t* us, const std::int16_t* them,
+                  std::int32_t psqt_us, std::int32_t psqt_them, int pieces,
+                  const std::int8_t* columns = nullptr) {
     const int l1 = net.l1;
-    const int chunks = 2 * l1 / 4;
     const int bucket = net.output_bucket(pieces);
-    alignas(64) std::array<std::uint8_t, 2 * kNnueMaxL1> a1;
+    const std::size_t first_row = static_cast<std::size_t>(bucket) * static_cast<std::size_t>(net.l2);
+    alignas(64) std::array<std::uint8_t, 2 * kNnueMaxL1> a1;  // no allocation per evaluation
     clamp_to_bytes(us, a1.data(), l1);
     clamp_to_bytes(them, a1.data() + l1, l1);
-    const std::int8_t* first = columns.data() + static_cast<std::size_t>(bucket) * chunks * net.l2 * 4;
-    alignas(64) std::array<std::int32_t, 64> z;
-    switch (net.l2) {
-        case 8: dense_by_chunks<1>(a1.data(), chunks, first, z.data()); break;
-        case 16: dense_by_chunks<2>(a1.data(), chunks, first, z.data()); break;
-        case 32: dense_by_chunks<4>(a1.data(), chunks, first, z.data()); break;
-        default: dense_by_chunks<8>(a1.data(), chunks, first, z.data()); break;
-    }
-    const std::size_t first_row = static_cast<std::size_t>(bucket) * static_cast<std::size_t>(net.l2);
     std::int64_t total = net.out_bias[bucket];
     if (!net.psqt_weight.empty()) total += (static_cast<std::int64_t>(psqt_us) - psqt_them) >> 1;
-    for (int j = 0; j < net.l2; ++j) {
+    const auto add_unit = [&](int j, std::int32_t z) {
         const std::size_t unit = first_row + static_cast<std::size_t>(j);
-        const int a2 = std::clamp((z[static_cast<std::size_t>(j)] + net.l2_bias[unit]) >> 6, 0, 127);
+        const int a2 = std::clamp((z + net.l2_bias[unit]) >> 6, 0, 127);
         total += static_cast<std::int64_t>(net.out_weight[unit]) * a2;
+    };
+#if defined(LATENTCHESS_DENSE_KERNEL)
+    if (columns != nullptr) {  // L2 is 8, 16, 32 or 64 (dense_by_chunks_applies)
+        const int chunks = 2 * l1 / 4;
+        const std::int8_t* first = columns + static_cast<std::size_t>(bucket) * chunks * net.l2 * 4;
+        alignas(64) std::array<std::int32_t, 64> z;
+        switch (net.l2) {
+            case 8: dense_by_chunks<1>(a1.data(), chunks, first, z.data()); break;
+            case 16: dense_by_chunks<2>(a1.data(), chunks, first, z.data()); break;
+            case 32: dense_by_chunks<4>(a1.data(), chunks, first, z.data()); break;
+            default: dense_by_chunks<8>(a1.data(), chunks, first, z.data()); break;
+        }
+        for (int j = 0; j < net.l2; ++j) add_unit(j, z[static_cast<std::size_t>(j)]);
+        return static_cast<int>(total >> 4);
     }
-    return static_cast<int>(total >> 4);
 #else
     (void)columns;
-    return output_layers(net, us, them, psqt_us, psqt_them, pieces);
 #endif
+    for (int j = 0; j < net.l2; ++j) {
+        const std::int8_t* row = net.l2_weight.data() + (first_row + static_cast<std::size_t>(j)) * 2 * l1;
+        std::int32_t z = 0;
+        for (int i = 0; i < 2 * l1; ++i) z += static_cast<std::int32_t>(row[i]) * a1[i];
+        add_unit(j, z);
+    }
+    return static_cast<int>(total >> 4);
 }
 
-// l2_weight regrouped for output_layers_by_chunks: bucket, chunk of 4 inputs, unit, 4 weights.
+// l2_weight regrouped for output_layers' kernel: bucket, chunk of 4 inputs, unit, 4 weights.
 // Empty where that path does not apply.
 std::vector<std::int8_t> dense_columns(const NnueNetwork& net) {
     if (!dense_by_chunks_applies(net)) return {};
@@ -459,11 +448,8 @@ int NnueEvaluator::evaluate(const Position& position) {
 
 int NnueEvaluator::dense_output(const std::int16_t* us, const std::int16_t* them,
                                 std::int32_t psqt_us, std::int32_t psqt_them, int pieces) const {
-    if (dense_columns_->empty()) {
-        return bounded(output_layers(*network_, us, them, psqt_us, psqt_them, pieces));
-    }
-    return bounded(
-        output_layers_by_chunks(*network_, *dense_columns_, us, them, psqt_us, psqt_them, pieces));
+    const std::int8_t* columns = dense_columns_->empty() ? nullptr : dense_columns_->data();
+    return bounded(output_layers(*network_, us, them, psqt_us, psqt_them, pieces, columns));
 }
 
 }  // namespace latentchess::core

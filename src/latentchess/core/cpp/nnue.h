@@ -12,7 +12,7 @@
 //    rows are b * L2 .. b * L2 + L2 - 1, its output weights likewise, its bias out_bias[b]); a
 //    position uses copy output_bucket(pieces on the board), as the Python reference does.
 //  * NnueEvaluator computes the dense layer from a regrouped copy of l2_weight with an AVX2
-//    kernel where the CPU has one (nnue.cpp, output_layers_by_chunks; picked at run time in
+//    kernel where the CPU has one (nnue.cpp, output_layers with dense_columns; picked at run time in
 //    portable builds): the same integers as output_layers, which nnue_output and nnue_evaluate
 //    keep as the reference (tested against each other and the Python reference).
 //  * The network is immutable after construction and shared between evaluators (and threads).
@@ -125,7 +125,7 @@ class NnueEvaluator final : public Evaluator {
     void push_ply();
 
     std::shared_ptr<const NnueNetwork> network_;
-    // network_'s l2_weight regrouped by input chunk (nnue.cpp, output_layers_by_chunks), shared
+    // network_'s l2_weight regrouped by input chunk (nnue.cpp, dense_columns), shared
     // by clones; empty where the CPU or L2 has no fast path.
     std::shared_ptr<const std::vector<std::int8_t>> dense_columns_;
     int all_offset_ = -1;  // offset of the ALL block, -1 when the set has none
