@@ -254,6 +254,55 @@ def test_cache_filters_and_reports_bad_rows(tmp_path: Path) -> None:
             )
 
 
+def test_cache_reads_parquet_datasets_like_csv(tmp_path: Path) -> None:
+    """``data label``'s Parquet shards (the same columns by name) give the CSV's cache."""
+    import gzip
+
+    from latentchess.data.store import ShardWriter
+
+    csv = tmp_path / "pos.csv.gz"
+    _write_csv(csv, games=2)
+    names = ("fen", "cp_white", "mate_white", "win_prob_white", "best_move")
+    records = []
+    with gzip.open(csv, "rt") as handle:
+        lines = handle.read().splitlines()
+    for line in lines:
+        values = dict(zip(names, line.split(",")[:5], strict=True))
+        records.append(
+            {
+                "fen": values["fen"],
+                "win_prob_white": float(values["win_prob_white"]),
+                "cp_white": int(values["cp_white"]) if values["cp_white"] else None,
+                "mate_white": int(values["mate_white"]) if values["mate_white"] else None,
+                "best_move": values["best_move"] or None,
+                "source": "label:test",
+            }
+        )
+    writer = ShardWriter(tmp_path / "labelled", prefix="label")
+    half = len(records) // 2
+    writer.write(records[:half])
+    writer.write(records[half:])
+    fs = parse_feature_set("ALL")
+    for native in (False, True):
+        from_csv = build_cache(
+            [parse_source(str(csv))], tmp_path / f"csv{native}", fs, use_native=native
+        )
+        from_parquet = build_cache(
+            [parse_source(str(tmp_path / "labelled"))],
+            tmp_path / f"pq{native}",
+            fs,
+            use_native=native,
+        )
+        assert len(from_parquet) == len(from_csv) > 0
+        assert from_parquet.meta["verdicts"] == from_csv.meta["verdicts"]
+        for name in ("features", "stm", "score"):
+            assert np.array_equal(getattr(from_parquet, name), getattr(from_csv, name)), name
+    bad = dict(records[0], best_move="e2e5")
+    ShardWriter(tmp_path / "bad", prefix="label").write([records[1], bad])
+    with pytest.raises(DataFormatError, match=r"label-000000\.parquet:2: illegal best move 'e2e5'"):
+        build_cache([parse_source(str(tmp_path / "bad"))], tmp_path / "cbad", fs)
+
+
 def test_train_resume_save_load_and_pqr_finetune(tmp_path: Path) -> None:
     csv = tmp_path / "pos.csv.gz"
     _write_csv(csv)

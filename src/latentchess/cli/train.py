@@ -411,8 +411,8 @@ def add_nnue_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar="PATH[:ROWS[:EVERY]]",
-        help="labelled CSV, self-play .bin file (`data selfplay`) or a directory of them "
-        "(repeatable): every EVERY-th row, at most ROWS of them",
+        help="labelled CSV, Parquet dataset (`data label`), self-play .bin file (`data "
+        "selfplay`) or a directory of them (repeatable): every EVERY-th row, at most ROWS of them",
     )
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument("--cache", type=Path, default=None, help="feature cache dir (default OUT/cache)")

@@ -1,7 +1,8 @@
 """Feature cache for NNUE training: labelled CSV rows -> memory-mapped feature arrays, once.
 
 Sources are the project's labelled CSVs (``fen,cp_white,mate_white,win_prob_white,best_move,
-depth,multipv_gap_cp``, gzip or plain), self-play files (Stockfish's ``.bin`` records of
+depth,multipv_gap_cp``, gzip or plain), its Parquet datasets (``data label``'s or ``data
+generate``'s shards, the same columns by name), self-play files (Stockfish's ``.bin`` records of
 ``data selfplay``: :mod:`latentchess.data.packed_sfen`; their score is the row's centipawns and
 their game result is kept), or a directory of either (such as ``nnue label-static``'s or
 ``data selfplay``'s output), each given as ``PATH[:ROWS[:EVERY]]``: every ``EVERY``-th
@@ -102,19 +103,43 @@ def _is_bin(path: Path) -> bool:
     return path.suffix == ".bin"
 
 
+_PARQUET_FIELDS = ("fen", "cp_white", "mate_white", "win_prob_white", "best_move")
+
+
+def _parquet_lines(file: Path) -> Iterator[_Row]:
+    """A Parquet shard's rows (1-based row numbers) as CSV fields; result NaN."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(file, columns=list(_PARQUET_FIELDS))
+    except (pa.ArrowInvalid, OSError, KeyError) as error:
+        raise DataFormatError(f"unreadable Parquet shard: {error}", path=file) from error
+    columns = [table.column(name).to_pylist() for name in _PARQUET_FIELDS]
+    for number, values in enumerate(zip(*columns, strict=True), start=1):
+        fields = ["" if value is None else str(value) for value in values]
+        yield file, number, fields, math.nan
+
+
 def _lines(path: Path) -> Iterator[_Row]:
-    """The rows of a CSV or ``.bin`` file, or of every ``*.csv[.gz]`` and ``*.bin`` in a
-    directory in name order, as CSV fields (self-play records converted; result NaN for CSV)."""
+    """The rows of a CSV, Parquet or ``.bin`` file, or of every ``*.csv[.gz]``, ``*.parquet`` and
+    ``*.bin`` in a directory in name order, as CSV fields (self-play records converted; result
+    NaN for CSV and Parquet)."""
     from latentchess.data.packed_sfen import read_records
 
     if not path.exists():
         raise LatentChessError(f"data file {str(path)!r} does not exist")
     files = (
-        sorted(p for p in path.iterdir() if p.name.endswith((".csv", ".csv.gz", ".bin")))
+        sorted(
+            p for p in path.iterdir() if p.name.endswith((".csv", ".csv.gz", ".bin", ".parquet"))
+        )
         if path.is_dir()
         else [path]
     )
     for file in files:
+        if file.suffix == ".parquet":
+            yield from _parquet_lines(file)
+            continue
         if _is_bin(file):
             for number, record in read_records(file):
                 white = record.fen.split(" ", 2)[1] == "w"

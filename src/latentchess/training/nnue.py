@@ -78,7 +78,7 @@ class NnueTrainConfig:
     """Settings of one NNUE training run (stored in the checkpoint and the model).
 
     Attributes:
-        data: labelled CSV sources (``PATH[:ROWS[:EVERY]]`` specs).
+        data: labelled sources, CSV, Parquet or ``.bin`` (``PATH[:ROWS[:EVERY]]`` specs).
         out: run directory.
         cache: feature cache directory (default ``out/cache``).
         network: network shape.
