@@ -151,3 +151,34 @@ def test_cli_label_and_strict_exit_status(
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError, match="no such file"):
         label_file(tmp_path / "nope.pgn", tmp_path / "out", limit=LIMIT, workers=1)
+
+
+def test_bin_records_are_labelled_as_positions(tmp_path: Path) -> None:
+    """``data selfplay``'s .bin records: their positions, numbered by record; a truncated file
+    is an error naming it (binary input cannot be skipped line by line)."""
+    from latentchess.data.packed_sfen import encode_score, pack_record
+
+    board = chess.Board()
+    records = b""
+    for san in ("e4", "e5", "Nf3"):
+        move = board.parse_san(san)
+        records += pack_record(board, encode_score(20), move, 0)
+        board.push(move)
+    path = tmp_path / "games.bin"
+    path.write_bytes(records)
+    assert detect_format(path) == "bin"
+    positions = list(read_positions(path))
+    assert [p.line for p in positions] == [1, 2, 3]
+    assert (
+        positions[1].fen
+        == chess.Board("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1").fen()
+        and positions[1].ply == 1
+    )
+    result = label_file(path, tmp_path / "out", limit=LIMIT, workers=1, progress=False)
+    assert result.rows == 3
+    labelled = {fen_key(r["fen"]) for r in read_dataset(tmp_path / "out").to_pylist()}
+    assert labelled == {fen_key(p.fen) for p in positions}
+    truncated = tmp_path / "cut.bin"
+    truncated.write_bytes(records[:-7])
+    with pytest.raises(DataFormatError, match=r"cut\.bin"):
+        list(read_positions(truncated))

@@ -208,16 +208,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     p = commands.add_parser(
         "label",
-        help="label the positions of a PGN, EPD or FEN-list file",
+        help="label the positions of a PGN, EPD, FEN-list or .bin file",
         description=(
-            "Label positions from your games (PGN, optionally .gz/.zst), an EPD file or a file of "
-            "FENs (one a line). Malformed records are reported with file:line and skipped. "
+            "Label positions from your games (PGN, optionally .gz/.zst), an EPD file, a file of "
+            "FENs (one a line) or Stockfish .bin training records (`data selfplay`'s positions). "
+            "Malformed records are reported with file:line (.bin: record) and skipped. "
             "Rerunning the same command resumes."
         ),
     )
     p.add_argument("file", type=Path, metavar="FILE")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="dataset directory")
-    p.add_argument("--format", choices=("auto", "pgn", "epd", "fen"), default="auto")
+    p.add_argument("--format", choices=("auto", "pgn", "epd", "fen", "bin"), default="auto")
     p.add_argument("--per-game", type=positive_int, default=None, metavar="N")
     p.add_argument("--seed", type=int, default=0, help="seed of the --per-game sampling")
     p.add_argument("--strict", action="store_true", help="stop at the first malformed record")

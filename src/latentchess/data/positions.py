@@ -1,4 +1,5 @@
-"""Positions from the user's files: PGN games (plain, ``.gz``, ``.zst``), EPD, or one FEN a line.
+"""Positions from the user's files: PGN games (plain, ``.gz``, ``.zst``), EPD, one FEN a line, or
+the positions of Stockfish ``.bin`` training records (``data selfplay``'s output).
 
 Every reader streams, checks each record and reports a bad one with its file and line through a
 :class:`~latentchess.data.problems.ProblemLog` (skip and count, or raise with ``strict``). A PGN
@@ -30,7 +31,7 @@ __all__ = [
     "estimate_positions",
 ]
 
-InputFormat = Literal["pgn", "epd", "fen"]
+InputFormat = Literal["pgn", "epd", "fen", "bin"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,9 +66,12 @@ def open_text(path: str | Path) -> TextIO:
 
 def detect_format(path: str | Path) -> InputFormat:
     """Guess a file's format from its name (``.pgn``, ``.epd``, ``.fen``, ``.txt``, after any
-    ``.gz``/``.zst``), else from its first non-empty line (``[`` or a move number means PGN)."""
+    ``.gz``/``.zst``; ``.bin``), else from its first non-empty line (``[`` or a move number means
+    PGN)."""
     path = Path(path)
     name = path.name.lower()
+    if name.endswith(".bin"):
+        return "bin"
     for suffix in (".gz", ".zst"):
         name = name.removesuffix(suffix)
     if name.endswith(".pgn"):
@@ -191,6 +195,16 @@ def _read_lines(path: Path, fmt: InputFormat, problems: ProblemLog) -> Iterator[
             yield Position(fen=board.fen(), line=number, ply=board.ply())
 
 
+def _read_bin(path: Path) -> Iterator[Position]:
+    """The positions of ``.bin`` records; ``line`` is the record number, from 1. A malformed
+    record raises :class:`~latentchess.errors.DataFormatError` naming it (binary: no skipping)."""
+    from latentchess.data.packed_sfen import read_records
+
+    for number, record in read_records(path):
+        board = chess.Board(record.fen)
+        yield Position(fen=record.fen, line=number + 1, ply=board.ply())
+
+
 def read_positions(
     path: str | Path,
     *,
@@ -199,11 +213,12 @@ def read_positions(
     seed: int = 0,
     problems: ProblemLog | None = None,
 ) -> Iterator[Position]:
-    """Stream the positions of a PGN, EPD or FEN-list file.
+    """Stream the positions of a PGN, EPD, FEN-list or ``.bin`` file.
 
     Args:
         path: the file (``.gz`` / ``.zst`` are decompressed).
-        fmt: ``"pgn"``, ``"epd"`` or ``"fen"``; None detects it (:func:`detect_format`).
+        fmt: ``"pgn"``, ``"epd"``, ``"fen"`` or ``"bin"``; None detects it
+            (:func:`detect_format`).
         per_game: PGN only: keep this many positions per game, drawn without replacement from
             the seed and the game index (so reruns draw the same ones); None keeps all.
         seed: seed of that draw.
@@ -224,16 +239,22 @@ def read_positions(
         yield from _read_pgn(path, problems, per_game, seed)
     elif fmt in ("epd", "fen"):
         yield from _read_lines(path, fmt, problems)
+    elif fmt == "bin":
+        yield from _read_bin(path)
     else:
-        raise ValueError(f"unknown input format {fmt!r}; expected 'pgn', 'epd' or 'fen'")
+        raise ValueError(f"unknown input format {fmt!r}; expected 'pgn', 'epd', 'fen' or 'bin'")
 
 
 def estimate_positions(path: str | Path, fmt: InputFormat, per_game: int | None) -> int | None:
     """A quick count of what :func:`read_positions` will yield, for a progress bar's ETA.
 
-    Exact for EPD and FEN lists (before malformed lines are dropped); for PGN it is games times
-    ``per_game`` (an upper bound), or None without ``per_game``.
+    Exact for EPD and FEN lists (before malformed lines are dropped) and ``.bin`` files; for PGN
+    it is games times ``per_game`` (an upper bound), or None without ``per_game``.
     """
+    if fmt == "bin":
+        from latentchess.data.packed_sfen import RECORD_SIZE
+
+        return Path(path).stat().st_size // RECORD_SIZE
     if fmt == "pgn" and per_game is None:
         return None
     count = 0
