@@ -168,7 +168,7 @@ def test_bin_records_are_labelled_as_positions(tmp_path: Path) -> None:
     path.write_bytes(records)
     assert detect_format(path) == "bin"
     positions = list(read_positions(path))
-    assert [p.line for p in positions] == [1, 2, 3]
+    assert [p.line for p in positions] == [0, 1, 2]  # record numbers, as read_records counts
     assert (
         positions[1].fen
         == chess.Board("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1").fen()

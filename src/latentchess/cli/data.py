@@ -212,7 +212,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description=(
             "Label positions from your games (PGN, optionally .gz/.zst), an EPD file, a file of "
             "FENs (one a line) or Stockfish .bin training records (`data selfplay`'s positions). "
-            "Malformed records are reported with file:line (.bin: record) and skipped. "
+            "Malformed records are reported with file:line and skipped (a malformed .bin "
+            "record stops the run, naming its file, number and byte offset). "
             "Rerunning the same command resumes."
         ),
     )

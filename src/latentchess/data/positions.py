@@ -196,13 +196,14 @@ def _read_lines(path: Path, fmt: InputFormat, problems: ProblemLog) -> Iterator[
 
 
 def _read_bin(path: Path) -> Iterator[Position]:
-    """The positions of ``.bin`` records; ``line`` is the record number, from 1. A malformed
+    """The positions of ``.bin`` records; ``line`` is the record number, from 0 as ``data
+    show-bin`` and :func:`~latentchess.data.packed_sfen.read_records` count them. A malformed
     record raises :class:`~latentchess.errors.DataFormatError` naming it (binary: no skipping)."""
     from latentchess.data.packed_sfen import read_records
 
     for number, record in read_records(path):
         board = chess.Board(record.fen)
-        yield Position(fen=record.fen, line=number + 1, ply=board.ply())
+        yield Position(fen=record.fen, line=number, ply=board.ply())
 
 
 def read_positions(
