@@ -152,6 +152,15 @@ def test_label_static_reads_selfplay_records(tmp_path: Path) -> None:
     numbered = [(path.name, number) for path, number, _ in iter_fens((games,))]
     assert numbered == [("selfplay-s0of1.bin", n) for n in range(len(records))]
     assert [n for _, n, _ in iter_fens((tmp_path / "positions.csv.gz",))][:2] == [1, 2]
+    from latentchess.data.store import ShardWriter  # data label's Parquet: rows from 1
+
+    ShardWriter(tmp_path / "labelled", prefix="label").write(
+        [{"fen": fen, "win_prob_white": 0.5, "source": "test"} for fen in fens[:2]]
+    )
+    assert [(p.name, n, f) for p, n, f in iter_fens((tmp_path / "labelled",))] == [
+        ("label-000000.parquet", 1, fens[0]),
+        ("label-000000.parquet", 2, fens[1]),
+    ]
     (tmp_path / "empty").mkdir()
-    with pytest.raises(Exception, match=r"holds no \.bin files"):
+    with pytest.raises(Exception, match=r"holds no \.bin, \.parquet or labelled CSV files"):
         label_static(DistilConfig(sources=(tmp_path / "empty",), out=tmp_path / "none"))

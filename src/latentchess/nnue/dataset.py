@@ -47,7 +47,15 @@ import numpy.typing as npt
 from latentchess.errors import DataFormatError, LatentChessError
 from latentchess.nnue.features import FeatureSet, parse_feature_set, position_features
 
-__all__ = ["Source", "parse_source", "FeatureCache", "build_cache", "open_cache", "pad_features"]
+__all__ = [
+    "Source",
+    "parse_source",
+    "FeatureCache",
+    "build_cache",
+    "open_cache",
+    "pad_features",
+    "labelled_rows",
+]
 
 MAX_ABS_SCORE = 5000
 
@@ -121,7 +129,7 @@ def _parquet_lines(file: Path) -> Iterator[_Row]:
         yield file, number, fields, math.nan
 
 
-def _lines(path: Path) -> Iterator[_Row]:
+def labelled_rows(path: Path) -> Iterator[_Row]:
     """The rows of a CSV, Parquet or ``.bin`` file, or of every ``*.csv[.gz]``, ``*.parquet`` and
     ``*.bin`` in a directory in name order, as CSV fields (self-play records converted; result
     NaN for CSV and Parquet)."""
@@ -169,7 +177,7 @@ def _lines(path: Path) -> Iterator[_Row]:
 def _rows(source: Source) -> Iterator[_Row]:
     """(file, line or record number, fields, White's result) of the selected rows of a source."""
     taken = 0
-    for index, row in enumerate(_lines(source.path)):
+    for index, row in enumerate(labelled_rows(source.path)):
         if index % source.every:
             continue
         if source.rows is not None and taken >= source.rows:

@@ -142,30 +142,32 @@ class StaticEvaluator:
 
 def iter_fens(sources: tuple[Path, ...]) -> Iterator[tuple[Path, int, str]]:
     """(file, line or record number, FEN) of every position of the sources: the first
-    comma-separated field of a labelled CSV (gzip or not; lines count from 1), or the position of
-    each record of a ``data selfplay`` ``.bin`` file (records count from 0, as ``read_records``
-    and its errors number them, at byte offset 40 x number)."""
-    from latentchess.data.packed_sfen import bin_files, read_records
+    comma-separated field of each line of a CSV file (gzip or not; lines count from 1), and
+    otherwise the positions of what the feature cache reads
+    (:func:`~latentchess.nnue.dataset.labelled_rows`): ``data selfplay`` ``.bin`` records (counted
+    from 0, as ``read_records`` and its errors number them, at byte offset 40 x number),
+    ``data label``'s Parquet shards (rows from 1), or a directory of these and labelled CSVs."""
+    from latentchess.nnue.dataset import labelled_rows
 
     for path in sources:
         if not path.exists():
             raise LatentChessError(f"position source {str(path)!r} does not exist")
-        if path.suffix == ".bin":
-            for number, record in read_records(path):
-                yield path, number, record.fen
+        if path.is_file() and path.suffix not in (".bin", ".parquet"):
+            opener = gzip.open if path.suffix == ".gz" else open
+            with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
+                for number, line in enumerate(handle, start=1):
+                    fen = line.split(",", 1)[0].strip()
+                    if fen:
+                        yield path, number, fen
             continue
-        if path.is_dir():
-            files = bin_files(path)
-            if not files:
-                raise LatentChessError(f"position source {str(path)!r} holds no .bin files")
-            yield from iter_fens(tuple(files))
-            continue
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
-            for number, line in enumerate(handle, start=1):
-                fen = line.split(",", 1)[0].strip()
-                if fen:
-                    yield path, number, fen
+        found = False
+        for file, number, fields, _ in labelled_rows(path):
+            found = True
+            yield file, number, fields[0]
+        if not found and path.is_dir():
+            raise LatentChessError(
+                f"position source {str(path)!r} holds no .bin, .parquet or labelled CSV files"
+            )
 
 
 def _perturb(fen: str, plies: int, rng: random.Random) -> object | None:
