@@ -39,8 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     s = sub.add_parser(
         "label-static",
         help="label positions with Stockfish's static evaluation (fast NNUE training data)",
-        description="Read FENs (first CSV column, or the positions of `data selfplay` .bin "
-        "records) from the sources, play 0-2 random legal moves from each, keep the quiet "
+        description="Read FENs (first CSV column, the positions of `data selfplay` .bin "
+        "records, or the fen column of `data label`'s Parquet shards) from the sources, play 0-2 random legal moves from each, keep the quiet "
         "results and write them with Stockfish's static 'eval' as labelled CSV parts (depth 0, "
         "no best move). Resumable; --shard I/N splits the work.",
     )
@@ -49,8 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         type=Path,
         nargs="+",
         metavar="SOURCE",
-        help="position sources: labelled CSV (.csv, .csv.gz), self-play .bin, or a directory "
-        "of .bin files",
+        help="position sources: labelled CSV (.csv, .csv.gz), self-play .bin, a Parquet "
+        "dataset (`data label`), or a directory of these",
     )
     s.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
     s.add_argument("--stockfish", default="/usr/games/stockfish", help="Stockfish binary")
