@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "label-static",
         help="label positions with Stockfish's static evaluation (fast NNUE training data)",
         description="Read FENs (first CSV column, the positions of `data selfplay` .bin "
-        "records, or the fen column of `data label`'s Parquet shards) from the sources, play 0-2 random legal moves from each, keep the quiet "
+        "records, or the fen column of `data label`'s Parquet shards) from the sources, play "
+        "0-2 random legal moves from each, keep the quiet "
         "results and write them with Stockfish's static 'eval' as labelled CSV parts (depth 0, "
         "no best move). Resumable; --shard I/N splits the work.",
     )
