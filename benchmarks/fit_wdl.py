@@ -11,8 +11,9 @@ selfplay`` with the network whose scores are modelled, leaves out mate scores, a
 :class:`latentchess.wdl.WdlModel` by maximum likelihood on the first 80% of the records (files in
 name order, records in game order, so the split falls between games but for one). On the last
 20% it reports the log loss and the expected-score error of the fit, against python-chess's
-Stockfish models applied to our scores as they are (a borrowed scale) and a constant model (the
-held-out rates). ``--write`` stores the fit as ``wdl.json`` beside the network.
+Stockfish models applied to our scores as they are (a borrowed scale), a constant model (the
+held-out rates) and the ``wdl.json`` already beside the network, if any (does it still fit?).
+``--write`` stores the fit as ``wdl.json`` beside the network.
 
 Writes ``OUT/wdl_fit.json`` and ``OUT/wdl_fit.png`` (W/D/L against the score at three material
 levels, with the held-out positions' binned frequencies).
@@ -91,6 +92,9 @@ def main() -> None:
         "fitted (ours)": model.probabilities(cp[held], material[held]),
         "constant (training rates)": tuple(np.full(len(cp[held]), r) for r in rates),
     }
+    shipped = WdlModel.load(args.network)  # the network's wdl.json, if any: does it still fit?
+    if shipped is not None:
+        candidates["the network's wdl.json"] = shipped.probabilities(cp[held], material[held])
     for borrowed in ("sf16", "sf15.1"):
         candidates[f"python-chess {borrowed} on our scores"] = _borrowed(
             borrowed, cp[held], ply[held]
