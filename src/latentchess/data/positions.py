@@ -202,8 +202,7 @@ def _read_bin(path: Path) -> Iterator[Position]:
     from latentchess.data.packed_sfen import read_records
 
     for number, record in read_records(path):
-        board = chess.Board(record.fen)
-        yield Position(fen=record.fen, line=number, ply=board.ply())
+        yield Position(fen=record.fen, line=number, ply=record.ply)
 
 
 def read_positions(
