@@ -29,6 +29,7 @@ and ``NAME.png``.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import multiprocessing
 import os
@@ -125,9 +126,10 @@ def read_games(paths: list[Path], player: str, decisive_only: bool) -> Iterator[
                 )
 
 
-def _white_expectation(
+def white_expectation(
     engine: chess.engine.SimpleEngine, board: chess.Board, limit: chess.engine.Limit
 ) -> float:
+    """White's expected score in ``board``: exact at the game's end, else the referee's WDL."""
     if board.is_checkmate():
         return 0.0 if board.turn == chess.WHITE else 1.0
     if board.is_game_over(claim_draw=False):
@@ -138,8 +140,6 @@ def _white_expectation(
 
 def analyse_game(engine: chess.engine.SimpleEngine, task: GameTask, nodes: int) -> list[dict]:
     """The errors of every non-book move of one game, both sides."""
-    import io
-
     game = chess.pgn.read_game(io.StringIO(task.text))
     assert game is not None
     engine.configure({"Clear Hash": None})
@@ -157,7 +157,7 @@ def analyse_game(engine: chess.engine.SimpleEngine, task: GameTask, nodes: int) 
             white_before = None
             continue
         if white_before is None:
-            white_before = _white_expectation(engine, board, limit)
+            white_before = white_expectation(engine, board, limit)
         mover = board.turn
         san = board.san(node.move)
         ply = board.ply()
@@ -166,7 +166,7 @@ def analyse_game(engine: chess.engine.SimpleEngine, task: GameTask, nodes: int) 
             and _pieces_value(board, chess.BLACK) <= ENDGAME_PIECE_VALUE
         )
         board.push(node.move)
-        white_after = _white_expectation(engine, board, limit)
+        white_after = white_expectation(engine, board, limit)
         mine = (mover == chess.WHITE) == task.player_is_white
         to_mover = (lambda e: e) if mover == chess.WHITE else (lambda e: 1.0 - e)
         errors.append(
@@ -324,7 +324,7 @@ def summarise(records: list[dict]) -> dict[str, object]:
     }
 
 
-def _plot(summary: dict, records: list[dict], out: Path, title: str) -> None:
+def _plot(summary: dict, out: Path, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -418,7 +418,6 @@ def main() -> int:
     temporary.replace(json_path)
     _plot(
         summary,
-        records,
         args.out / f"{args.name}.png",
         f"{len(records)} games, referee {args.nodes} nodes",
     )

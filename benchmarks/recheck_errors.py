@@ -30,6 +30,7 @@ import chess
 import chess.engine
 import chess.pgn
 
+from game_errors import white_expectation  # this folder: run as a script from anywhere
 from latentchess.engines.registry import create_engine
 
 AVOIDED = 0.10
@@ -52,16 +53,11 @@ def _position(pgn: Path, round_: int, ply: int) -> chess.Board:
 def _mover_expectation(
     referee: chess.engine.SimpleEngine, board: chess.Board, move: chess.Move, nodes: int
 ) -> float:
-    """The mover's expected score after ``move`` (referee's WDL model)."""
-    mover = board.turn
+    """The mover's expected score after ``move``: ``game_errors.py``'s referee, the mover's view."""
     after = board.copy(stack=False)
     after.push(move)
-    if after.is_checkmate():
-        return 1.0
-    if after.is_game_over(claim_draw=False):
-        return 0.5
-    score = referee.analyse(after, chess.engine.Limit(nodes=nodes))["score"].pov(mover)
-    return score.wdl(model="sf15.1", ply=after.ply()).expectation()
+    white = white_expectation(referee, after, chess.engine.Limit(nodes=nodes))
+    return white if board.turn == chess.WHITE else 1.0 - white
 
 
 def main() -> int:
