@@ -101,7 +101,7 @@ def read_moves(path: Path, move_overhead_ms: int) -> tuple[list[MoveTime], list[
                         black_inc=increment,
                     )
                     soft_ms, hard_ms = time_budget_ms(
-                        limit, turn, move_overhead_ms=move_overhead_ms
+                        limit, board, move_overhead_ms=move_overhead_ms
                     )
                     moves.append(
                         MoveTime(

@@ -172,7 +172,7 @@ def test_clock_settles_in_the_reserve_instead_of_draining(increment_s: float) ->
         lowest[overhead] = clock_ms
         for _ in range(200):
             limit = chess.engine.Limit(white_clock=clock_ms / 1000, white_inc=increment_s)
-            soft, hard = core_search.time_budget_ms(limit, chess.WHITE, move_overhead_ms=overhead)
+            soft, hard = core_search.time_budget_ms(limit, chess.Board(), move_overhead_ms=overhead)
             assert 1 <= soft <= hard <= max(1, clock_ms - overhead)
             clock_ms += increment_ms - soft - increment_ms // 2
             lowest[overhead] = min(lowest[overhead], clock_ms)
@@ -180,7 +180,7 @@ def test_clock_settles_in_the_reserve_instead_of_draining(increment_s: float) ->
     assert lowest[0] < lowest[overhead_ms]
     # A clock that the next move refills (moves to go = 1) is spent as before, reserve or not.
     last = chess.engine.Limit(white_clock=0.5, white_inc=0.0, remaining_moves=1)
-    assert core_search.time_budget_ms(last, chess.WHITE)[1] >= 0.8 * (500 - overhead_ms) - 1
+    assert core_search.time_budget_ms(last, chess.Board())[1] >= 0.8 * (500 - overhead_ms) - 1
 
 
 def test_stop_signal_and_plain_event_end_an_infinite_search(engine: AlphaBeta) -> None:

@@ -183,8 +183,8 @@ def test_time_parameters_set_the_plan_and_the_iterations() -> None:
     shorter = AlphaBetaEngine(
         AlphaBetaConfig(evaluator="hce", hash_mb=4, search_parameters={"time_moves_to_go": 10})
     )
-    plan = default.time_budget(CLOCK, board.turn)
-    short_plan = shorter.time_budget(CLOCK, board.turn)
+    plan = default.time_budget(CLOCK, board)
+    short_plan = shorter.time_budget(CLOCK, board)
     assert plan is not None and short_plan is not None
     assert short_plan.soft > plan.soft * 1.7  # half the moves: nearly twice the budget
     outcome = shorter.search(board, chess.engine.Limit(**{**CLOCK.__dict__, "depth": 1}))
@@ -194,6 +194,42 @@ def test_time_parameters_set_the_plan_and_the_iterations() -> None:
     # all of it (a 4x margin for the machine's timing noise).
     iteration = "time_iteration_percent"
     assert clocked_nodes(iteration, 100) > clocked_nodes(iteration, 25)
+
+
+def test_the_opening_profile_front_loads_the_clock() -> None:
+    """``time_opening_percent`` multiplies the clock's share at ply 0 and fades linearly to the
+    plain plan by ``time_opening_plies``; the hard limit stays inside the clock, and the search
+    of a board reads the board's own game ply (its FEN's move number)."""
+    profile = {"time_opening_percent": 300, "time_opening_plies": 60}
+    engine = AlphaBetaEngine(AlphaBetaConfig(evaluator="hce", hash_mb=4, search_parameters=profile))
+    plain = AlphaBetaEngine(AlphaBetaConfig(evaluator="hce", hash_mb=4))
+    increment_share = CLOCK.white_inc * 3 / 4
+
+    def at_ply(ply: int) -> chess.Board:
+        board = chess.Board()
+        board.fullmove_number = ply // 2 + 1
+        return board
+
+    def clock_share(budget_engine: AlphaBetaEngine, ply: int) -> float:
+        budget = budget_engine.time_budget(CLOCK, at_ply(ply))
+        assert budget is not None and 0 < budget.soft <= budget.hard <= CLOCK.white_clock
+        return budget.soft - increment_share
+
+    base = clock_share(plain, 0)
+    assert clock_share(plain, 40) == pytest.approx(base, abs=0.002)  # off: no ply matters
+    assert clock_share(engine, 0) == pytest.approx(3 * base, abs=0.003)
+    assert clock_share(engine, 30) == pytest.approx(2 * base, abs=0.003)  # halfway: 1 + 2/2
+    shares = [clock_share(engine, ply) for ply in range(0, 80, 10)]
+    assert shares == sorted(shares, reverse=True)
+    assert clock_share(engine, 60) == pytest.approx(base, abs=0.002)  # faded out
+
+    board = at_ply(30)
+    outcome = engine.search(board, chess.engine.Limit(**{**CLOCK.__dict__, "depth": 1}))
+    budget = engine.time_budget(CLOCK, board)
+    assert budget is not None and outcome.soft_s == pytest.approx(budget.soft, abs=0.002)
+    for bad in (99, 601):
+        with pytest.raises(EngineError, match="time_opening_percent"):
+            AlphaBeta("hce", hash_mb=4, parameters={"time_opening_percent": bad})
 
 
 def test_node_share_scales_the_iterations() -> None:

@@ -66,13 +66,15 @@ def test_the_session_budget_is_the_search_budget() -> None:
     engine = AlphaBetaEngine()
     limit = chess.engine.Limit(white_clock=12.0, black_clock=9.0, white_inc=0.1, black_inc=0.1)
     board = chess.Board()
-    budget = engine.time_budget(limit, board.turn)
+    budget = engine.time_budget(limit, board)
     outcome = engine.search(board, chess.engine.Limit(**{**limit.__dict__, "depth": 1}))
     assert budget is not None and outcome.soft_s is not None and outcome.hard_s is not None
     assert (budget.soft, budget.hard) == pytest.approx((outcome.soft_s, outcome.hard_s), abs=0.002)
-    black = native_time_budget(limit, chess.BLACK, move_overhead_ms=30)
+    black_to_move = chess.Board()
+    black_to_move.push_san("e4")
+    black = native_time_budget(limit, black_to_move, move_overhead_ms=30)
     assert black is not None and black.hard < budget.hard  # the side to move's clock
-    assert native_time_budget(chess.engine.Limit(depth=3), chess.WHITE, move_overhead_ms=30) is None
+    assert native_time_budget(chess.engine.Limit(depth=3), board, move_overhead_ms=30) is None
 
 
 class _Fixed(Engine):

@@ -148,6 +148,8 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
     _parameter("time_moves_to_go", 20, 8, 40, 2, "moves a sudden-death clock is planned over"),
     _parameter("time_iteration_percent", 70, 25, 100, 5, "no new iteration past this % of budget"),
     _parameter("time_node_share_percent", 0, 0, 300, 10, "x (1.5 - best move node share) (0: off)"),
+    _parameter("time_opening_percent", 100, 100, 600, 20, "clock share at ply 0 (%, 100: off)"),
+    _parameter("time_opening_plies", 60, 10, 120, 5, "ply by which the opening extra fades"),
 )
 """The search's tunable constants in ``SearchParameters`` order (core/cpp/search_parameters.h),
 with the ranges and SPSA step sizes ``latentchess tune spsa`` uses. The defaults must equal the
@@ -353,16 +355,18 @@ def _limits(
 
 def time_budget_ms(
     limit: chess.engine.Limit,
-    turn: chess.Color,
+    board: chess.Board,
     *,
     move_overhead_ms: int = 30,
     parameters: Mapping[str, int] | None = None,
 ) -> tuple[int, int]:
-    """``(soft, hard)`` milliseconds the native time manager gives a move (-1: no limit), with
-    the search parameters ``parameters`` changes (``time_moves_to_go``)."""
+    """``(soft, hard)`` milliseconds the native time manager gives the move of ``board`` (its
+    side to move's clock, its game ply) under ``limit`` (-1: no limit), with the search
+    parameters ``parameters`` changes (``time_moves_to_go``, ``time_opening_percent``)."""
     soft, hard = _native().time_budget(
-        _limits(turn, limit, move_overhead_ms=move_overhead_ms, spent_s=0.0),
+        _limits(board.turn, limit, move_overhead_ms=move_overhead_ms, spent_s=0.0),
         check_search_parameters(parameters or {}),
+        board.ply(),
     )
     return int(soft), int(hard)
 

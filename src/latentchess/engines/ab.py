@@ -353,12 +353,12 @@ class AlphaBetaEngine(Engine):
     # -- thinking -------------------------------------------------------------------------------
 
     def time_budget(
-        self, limit: chess.engine.Limit, turn: chess.Color, *, move_overhead_ms: int | None = None
+        self, limit: chess.engine.Limit, board: chess.Board, *, move_overhead_ms: int | None = None
     ) -> TimeBudget | None:
         """The native time manager's budget with this engine's move overhead and parameters."""
         overhead = self.config.move_overhead_ms if move_overhead_ms is None else move_overhead_ms
         return native_time_budget(
-            limit, turn, move_overhead_ms=overhead, parameters=self.config.search_parameters
+            limit, board, move_overhead_ms=overhead, parameters=self.config.search_parameters
         )
 
     def wdl_model(self) -> WdlModel | None:

@@ -267,17 +267,17 @@ def button(name: str, on_press: Callable[[], None]) -> EngineOption:
 
 def native_time_budget(
     limit: chess.engine.Limit,
-    turn: chess.Color,
+    board: chess.Board,
     *,
     move_overhead_ms: int,
     parameters: Mapping[str, int] | None = None,
 ) -> TimeBudget | None:
-    """The native core's time manager (``core/cpp/timeman.cpp``) for ``limit``, with the search
-    parameters ``parameters`` changes; None: no time."""
+    """The native core's time manager (``core/cpp/timeman.cpp``) for the move of ``board`` under
+    ``limit``, with the search parameters ``parameters`` changes; None: no time."""
     from latentchess.core.alphabeta import time_budget_ms
 
     soft_ms, hard_ms = time_budget_ms(
-        limit, turn, move_overhead_ms=move_overhead_ms, parameters=parameters
+        limit, board, move_overhead_ms=move_overhead_ms, parameters=parameters
     )
     if hard_ms < 0:
         return None
@@ -345,10 +345,11 @@ class Engine:
         return chess.engine.Limit(time=DEFAULT_MOVE_TIME_S)
 
     def time_budget(
-        self, limit: chess.engine.Limit, turn: chess.Color, *, move_overhead_ms: int = 30
+        self, limit: chess.engine.Limit, board: chess.Board, *, move_overhead_ms: int = 30
     ) -> TimeBudget | None:
-        """How long this engine thinks under ``limit`` (None: the limit sets no time)."""
-        return native_time_budget(limit, turn, move_overhead_ms=move_overhead_ms)
+        """How long this engine thinks about the move of ``board`` under ``limit`` (None: the
+        limit sets no time)."""
+        return native_time_budget(limit, board, move_overhead_ms=move_overhead_ms)
 
     def analyse(self, board: chess.Board, limit: chess.engine.Limit) -> Analysis:
         """Search ``board`` within ``limit`` and report the result."""

@@ -632,11 +632,11 @@ class LatentEngine(Engine):
         return chess.engine.Limit()
 
     def time_budget(
-        self, limit: chess.engine.Limit, turn: chess.Color, *, move_overhead_ms: int | None = None
+        self, limit: chess.engine.Limit, board: chess.Board, *, move_overhead_ms: int | None = None
     ) -> TimeBudget | None:
         """The latent search's own budget (:func:`time_budget`: an even share of 30 moves)."""
         overhead = self.move_overhead_s if move_overhead_ms is None else move_overhead_ms / 1000
-        return time_budget(limit, turn, overhead_s=overhead)
+        return time_budget(limit, board.turn, overhead_s=overhead)
 
     def search(
         self,
@@ -665,7 +665,7 @@ class LatentEngine(Engine):
         """
         limit = limit or chess.engine.Limit()
         started = time.monotonic() if started is None else started
-        budget = self.time_budget(limit, board.turn)
+        budget = self.time_budget(limit, board)
         # The configured depth is the search when nothing else bounds it; a clock, a time or a
         # node limit deepens until it runs out, as a UCI engine's `go wtime`/`movetime` does.
         bounded = budget is not None or limit.nodes is not None

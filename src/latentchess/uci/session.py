@@ -486,7 +486,7 @@ class UciSession:
             self.info("ponderhit without a ponder search")
             return
         search.pondering.clear()
-        budget = self.engine.time_budget(go_limit(search.go), search.board.turn)
+        budget = self.engine.time_budget(go_limit(search.go), search.board)
         if budget is None:
             search.stop.set()
             return

@@ -138,6 +138,8 @@ const std::vector<std::pair<const char*, ParameterField>>& parameter_fields() {
       {"time_moves_to_go", &SearchParameters::time_moves_to_go},
       {"time_iteration_percent", &SearchParameters::time_iteration_percent},
       {"time_node_share_percent", &SearchParameters::time_node_share_percent},
+      {"time_opening_percent", &SearchParameters::time_opening_percent},
+      {"time_opening_plies", &SearchParameters::time_opening_plies},
   };
   return fields;
 }
@@ -364,14 +366,15 @@ void bind_search(py::module_& module) {
       "Whether the static exchange after a legal move gains at least `threshold` centipawns.");
   module.def(
       "time_budget",
-      [](const SearchLimits& limits, const py::dict& parameters) {
+      [](const SearchLimits& limits, const py::dict& parameters, int game_ply) {
         const TimeManager manager(limits, TimeManager::Clock::now(),
-                                  parameters_from_dict(SearchParameters{}, parameters));
+                                  parameters_from_dict(SearchParameters{}, parameters), game_ply);
         return py::make_tuple(manager.soft_ms(), manager.hard_ms());
       },
-      py::arg("limits"), py::arg("parameters") = py::dict(),
+      py::arg("limits"), py::arg("parameters") = py::dict(), py::arg("game_ply") = 0,
       "(soft_ms, hard_ms) the time manager gives a search under these limits (-1: no limit), "
-      "with the search parameters `parameters` changes from their defaults.");
+      "with the search parameters `parameters` changes from their defaults, at game ply "
+      "`game_ply` (plies played since the game's start).");
 }
 
 }  // namespace latentchess::core

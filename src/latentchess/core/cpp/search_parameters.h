@@ -169,6 +169,12 @@ struct SearchParameters {
   // Time: scale the iteration share by (1.5 - the best move's share of the nodes) times this,
   // in hundredths (0: off). A best move that took most of the tree needs less time.
   int time_node_share_percent = 0;
+  // Time: the plan's share of a sudden-death clock at the game's start, in hundredths (100:
+  // off); the extra fades linearly to nothing by game ply time_opening_plies (timeman.cpp), so
+  // the first moves out of book, where most games turn, get several times the even share.
+  int time_opening_percent = 100;
+  // Time: the game ply by which time_opening_percent's extra has faded out.
+  int time_opening_plies = 60;
 
   // Throws std::invalid_argument naming the first field out of its range.
   void validate() const {
@@ -248,6 +254,9 @@ struct SearchParameters {
     at_most("time_iteration_percent", time_iteration_percent, 100);
     at_least("time_node_share_percent", time_node_share_percent, 0);
     at_most("time_node_share_percent", time_node_share_percent, 300);
+    at_least("time_opening_percent", time_opening_percent, 100);
+    at_most("time_opening_percent", time_opening_percent, 600);
+    at_least("time_opening_plies", time_opening_plies, 1);
   }
 };
 

@@ -6,6 +6,10 @@
 //   limit allows up to 4x the budget when an iteration runs long but never more than a third of
 //   what is left beyond the overhead; no new iteration starts past time_iteration_percent (70) of
 //   the budget. The parameters arrive validated (SearchParameters::validate: both at least 1).
+// - The opening profile: at game ply p the clock's share (not the increment's) is scaled by
+//   1 + (time_opening_percent / 100 - 1) * (1 - p / time_opening_plies) while p is below
+//   time_opening_plies, else by 1; the hard limit's caps (4x the budget, a third of the plan)
+//   and the reserve are unchanged, so a front-loaded plan still cannot run the clock out.
 // - A reserve of kReserveOverheads move overheads (300 ms at the default 30 ms; none when the
 //   move overhead is 0 or the next move refills the clock) is kept off the plan: once the clock
 //   falls into it, a move gets at most 3/4 of the increment scaled by how much of the reserve is
@@ -16,8 +20,21 @@
 
 namespace latentchess::core {
 
+namespace {
+
+// The clock's share of a move at `game_ply` under the opening profile (see the invariants).
+std::int64_t opening_share(std::int64_t share, const SearchParameters& parameters, int game_ply) {
+  const int plies = parameters.time_opening_plies;
+  if (parameters.time_opening_percent == 100 || game_ply >= plies) return share;
+  const std::int64_t left = plies - std::max(0, game_ply);  // 1..plies
+  const std::int64_t extra = parameters.time_opening_percent - 100;
+  return share + share * extra * left / (100 * static_cast<std::int64_t>(plies));
+}
+
+}  // namespace
+
 TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start,
-                         const SearchParameters& parameters)
+                         const SearchParameters& parameters, int game_ply)
     : start_(start - std::chrono::milliseconds(std::max<std::int64_t>(0, limits.spent_ms))) {
   if (limits.infinite) return;
   const std::int64_t overhead = std::max(0, limits.move_overhead_ms);
@@ -40,7 +57,8 @@ TimeManager::TimeManager(const SearchLimits& limits, Clock::time_point start,
     std::int64_t hard;
     if (spendable > 0 || reserve == 0) {
       const std::int64_t plan = std::max<std::int64_t>(1, spendable);
-      budget = std::min(plan / moves + increment_share, usable * 4 / 5);
+      const std::int64_t share = opening_share(plan / moves, parameters, game_ply);
+      budget = std::min(share + increment_share, usable * 4 / 5);
       hard = std::min(budget * 4, plan / 3 + increment_share);
     } else {
       const std::int64_t inside = std::max<std::int64_t>(0, limits.time_left_ms - overhead);

@@ -55,10 +55,11 @@ class TimeManager {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `parameters` (validated): the plan's horizon and iteration share (time_moves_to_go,
-  // time_iteration_percent).
+  // `parameters` (validated): the plan's horizon, iteration share and opening profile
+  // (time_moves_to_go, time_iteration_percent, time_opening_percent and time_opening_plies);
+  // `game_ply`: plies played since the game's start (0 for the start position).
   TimeManager(const SearchLimits& limits, Clock::time_point start,
-              const SearchParameters& parameters = SearchParameters{});
+              const SearchParameters& parameters = SearchParameters{}, int game_ply = 0);
 
   std::int64_t elapsed_ms() const;
   bool has_deadline() const { return hard_ms_ >= 0; }
