@@ -227,9 +227,15 @@ def test_the_opening_profile_front_loads_the_clock() -> None:
     outcome = engine.search(board, chess.engine.Limit(**{**CLOCK.__dict__, "depth": 1}))
     budget = engine.time_budget(CLOCK, board)
     assert budget is not None and outcome.soft_s == pytest.approx(budget.soft, abs=0.002)
-    for bad in (99, 601):
-        with pytest.raises(EngineError, match="time_opening_percent"):
-            AlphaBeta("hce", hash_mb=4, parameters={"time_opening_percent": bad})
+    out_of_range = [
+        ("time_opening_percent", 99),
+        ("time_opening_percent", 601),
+        ("time_opening_plies", 0),
+        ("time_opening_plies", 1001),
+    ]
+    for name, bad in out_of_range:
+        with pytest.raises(EngineError, match=name):
+            AlphaBeta("hce", hash_mb=4, parameters={name: bad})
 
 
 def test_node_share_scales_the_iterations() -> None:

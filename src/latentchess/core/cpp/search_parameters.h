@@ -257,6 +257,7 @@ struct SearchParameters {
     at_least("time_opening_percent", time_opening_percent, 100);
     at_most("time_opening_percent", time_opening_percent, 600);
     at_least("time_opening_plies", time_opening_plies, 1);
+    at_most("time_opening_plies", time_opening_plies, 1000);
   }
 };
 
