@@ -98,32 +98,41 @@ def _pieces_value(board: chess.Board, color: chess.Color) -> int:
     return sum(value * len(board.pieces(piece, color)) for piece, value in _PIECE_VALUES.items())
 
 
+def player_games(path: Path, player: str) -> Iterator[tuple[int, chess.pgn.Game, bool]]:
+    """``(number, game, player is White)`` for each game of ``path``; a game python-chess could
+    not read, or in which not exactly one side's name contains ``player``, raises ValueError
+    naming the file and the game."""
+    with path.open(encoding="utf-8") as handle:
+        index = 0
+        while (game := chess.pgn.read_game(handle)) is not None:
+            index += 1
+            if game.errors:
+                raise ValueError(f"{path}: game {index}: {game.errors[0]}")
+            white_name, black_name = game.headers.get("White", ""), game.headers.get("Black", "")
+            white, black = player in white_name, player in black_name
+            if white == black:
+                raise ValueError(
+                    f"{path}: game {index}: {player!r} must name exactly one side "
+                    f"(White {white_name!r}, Black {black_name!r})"
+                )
+            yield index, game, white
+
+
 def read_games(paths: list[Path], player: str, decisive_only: bool) -> Iterator[GameTask]:
     """The games of ``paths`` in which exactly one side's name contains ``player``."""
     for path in paths:
         label = f"{path.parent.name}/{path.name}"
-        with path.open(encoding="utf-8") as handle:
-            index = 0
-            while (game := chess.pgn.read_game(handle)) is not None:
-                index += 1
-                if game.errors:
-                    raise ValueError(f"{path}: game {index}: {game.errors[0]}")
-                headers = game.headers
-                white, black = player in headers["White"], player in headers["Black"]
-                if white == black:
-                    raise ValueError(
-                        f"{path}: game {index}: {player!r} must name exactly one side "
-                        f"(White {headers['White']!r}, Black {headers['Black']!r})"
-                    )
-                if decisive_only and headers["Result"] not in ("1-0", "0-1"):
-                    continue
-                yield GameTask(
-                    pgn=label,
-                    round=int(headers["Round"]),
-                    player_is_white=white,
-                    result=headers["Result"],
-                    text=str(game),
-                )
+        for _, game, white in player_games(path, player):
+            headers = game.headers
+            if decisive_only and headers["Result"] not in ("1-0", "0-1"):
+                continue
+            yield GameTask(
+                pgn=label,
+                round=int(headers["Round"]),
+                player_is_white=white,
+                result=headers["Result"],
+                text=str(game),
+            )
 
 
 def white_expectation(

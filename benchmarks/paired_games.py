@@ -34,7 +34,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import chess.pgn
+from game_errors import player_games  # this folder: run as a script from anywhere
 
 Z95 = 1.959964
 
@@ -69,7 +69,7 @@ class Comparison:
 
 
 class PairingError(ValueError):
-    """Two runs that cannot be paired, or a PGN that does not name the player."""
+    """Two runs that cannot be paired, or a game without a numbered round."""
 
 
 def _elo(score: float) -> float:
@@ -80,34 +80,24 @@ def _elo(score: float) -> float:
 def read_scores(path: Path, player: str) -> dict[int, tuple[GameKey, float]]:
     """The player's points per round of ``path``, with each game's key."""
     scores: dict[int, tuple[GameKey, float]] = {}
-    with path.open(encoding="utf-8") as handle:
-        number = 0
-        while (game := chess.pgn.read_game(handle)) is not None:
-            number += 1
-            white, black = game.headers.get("White", ""), game.headers.get("Black", "")
-            if (player in white) == (player in black):
-                raise PairingError(
-                    f"{path}: game {number}: {player!r} must name exactly one side "
-                    f"(White {white!r}, Black {black!r})"
-                )
-            try:
-                round_number = int(game.headers.get("Round", ""))
-            except ValueError:
-                raise PairingError(
-                    f"{path}: game {number}: Round {game.headers.get('Round')!r} is not a number"
-                ) from None
-            result = game.headers.get("Result", "*")
-            if result not in ("1-0", "0-1", "1/2-1/2"):
-                continue  # unfinished: nothing to pair
-            book = " ".join(
-                node.move.uci() for node in game.mainline() if node.comment.strip() == "book"
-            )
-            player_white = player in white
-            white_points = {"1-0": 1.0, "0-1": 0.0}.get(result, 0.5)
-            points = white_points if player_white else 1.0 - white_points
-            if round_number in scores:
-                raise PairingError(f"{path}: game {number}: round {round_number} appears twice")
-            scores[round_number] = (GameKey(round_number, book, player_white), points)
+    for number, game, player_white in player_games(path, player):
+        try:
+            round_number = int(game.headers.get("Round", ""))
+        except ValueError:
+            raise PairingError(
+                f"{path}: game {number}: Round {game.headers.get('Round')!r} is not a number"
+            ) from None
+        result = game.headers.get("Result", "*")
+        if result not in ("1-0", "0-1", "1/2-1/2"):
+            continue  # unfinished: nothing to pair
+        book = " ".join(
+            node.move.uci() for node in game.mainline() if node.comment.strip() == "book"
+        )
+        white_points = {"1-0": 1.0, "0-1": 0.0}.get(result, 0.5)
+        points = white_points if player_white else 1.0 - white_points
+        if round_number in scores:
+            raise PairingError(f"{path}: game {number}: round {round_number} appears twice")
+        scores[round_number] = (GameKey(round_number, book, player_white), points)
     return scores
 
 
@@ -173,7 +163,7 @@ def main() -> int:
             compare(runs[0], run, baseline_name=base_name, run_name=_label(path))
             for path, run in zip(args.pgn[1:], runs[1:], strict=True)
         ]
-    except (OSError, PairingError) as error:
+    except (OSError, ValueError) as error:  # PairingError, or player_games' unreadable game
         print(f"paired_games: {error}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
