@@ -19,8 +19,9 @@
 # (60), LABEL_SHARDS (Stockfish labelling processes at once; 1), SF_EXTRA_DATA (labelled
 # directories the SF arms also train on, such as an earlier round's OUT/static; none),
 # TRAIN_THREADS (1), DENSE_LR_SCALE (the dense layers' rate factor of the SF arms; 0.1, the
-# shipped recipe; another value adds -d<value> to the run's name), MATCHES (0: stop after the
-# loss table; 1).
+# shipped recipe; another value adds -d<value> to the run's name), SF_FEATURES (the SF arms'
+# feature set; ALL, the shipped one; KA starts every king bucket as the shipped ALL weights and
+# adds -f<set> to the run's name), MATCHES (0: stop after the loss table; 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$1
@@ -37,6 +38,7 @@ LABEL_SHARDS=${LABEL_SHARDS:-1}
 SF_EXTRA_DATA=${SF_EXTRA_DATA-}
 TRAIN_THREADS=${TRAIN_THREADS:-1}
 DENSE_LR_SCALE=${DENSE_LR_SCALE:-0.1}
+SF_FEATURES=${SF_FEATURES:-ALL}
 MATCHES=${MATCHES:-1}
 LC=(.venv/bin/python -m latentchess)
 SHIPPED=src/latentchess/weights/nnue-default
@@ -80,9 +82,15 @@ for arm in $SF_ARMS; do
     run="$OUT/ft-sf-lr$lr-s$steps"
     [ "$buckets" = 1 ] || run="$run-b$buckets"  # output buckets, each starting as the shipped layers
     [ "$DENSE_LR_SCALE" = 0.1 ] || run="$run-d$DENSE_LR_SCALE"
+    cache="$OUT/cache-static"  # one feature cache per feature set
+    if [ "$SF_FEATURES" != ALL ]; then
+        run="$run-f$SF_FEATURES"
+        cache="$cache-$SF_FEATURES"
+    fi
     [ -f "$run/model/config.json" ] && continue
-    train "$run" "${sf_data[@]}" --cache "$OUT/cache-static" --init "$SHIPPED" --l1 256 \
-        --lr "$lr" --steps "$steps" --output-buckets "$buckets" --dense-lr-scale "$DENSE_LR_SCALE"
+    train "$run" "${sf_data[@]}" --cache "$cache" --init "$SHIPPED" --l1 256 --lr "$lr" \
+        --steps "$steps" --output-buckets "$buckets" --dense-lr-scale "$DENSE_LR_SCALE" \
+        --features "$SF_FEATURES"
 done
 
 # From scratch, equal minutes: which accumulator width does this budget favour?

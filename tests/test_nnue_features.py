@@ -10,6 +10,7 @@ from latentchess.errors import LatentChessError
 from latentchess.nnue.features import (
     BLOCK_SIZES,
     block_features,
+    king_bucket,
     mirror_all_features,
     parse_feature_set,
     position_features,
@@ -69,18 +70,35 @@ def test_mobility_pawns_push_and_en_passant() -> None:
     assert mc[:2] == [2, 9 + 1]  # pawn counts: ours 2, theirs 1
 
 
+def test_king_buckets_copy_all_for_the_perspectives_own_king() -> None:
+    # Buckets: (file >= 4) + 2 * (rank >= 1) on the perspective's board.
+    assert [king_bucket(f, r) for f, r in ((2, 0), (6, 0), (0, 3), (4, 7))] == [0, 1, 2, 3]
+    # KRK: White's king on e1 (bucket 1); Black's on e8, which its flipped board calls e1.
+    assert block_features(KRK, chess.WHITE, "KA") == [768 + i for i in (394, 479, 678)]
+    assert block_features(KRK, chess.BLACK, "KA") == [768 + i for i in (394, 479, 763)]
+    # White's king to d2 (bucket 2): only White's copy moves; Black's king on a8 is bucket 0.
+    board = chess.Board("k7/8/8/8/8/8/3K4/7R w - - 0 1")
+    for color, bucket in ((chess.WHITE, 2), (chess.BLACK, 0)):
+        assert block_features(board, color, "KA") == [
+            bucket * 768 + i for i in block_features(board, color, "ALL")
+        ]
+    fs = parse_feature_set("KA+H")
+    assert fs.size == 3072 + 96 and fs.offsets == (0, 3072) and not fs.local
+
+
 def test_composition_offsets_and_sizes() -> None:
     fs = parse_feature_set("all + h")
     assert fs.name == "ALL+H" and fs.size == 864 and fs.offsets == (0, 768)
     white, black = position_features(KRK, fs)
     assert white.tolist() == [394, 479, 678, 768 + 58, 768 + 59, 768 + 90]
     assert black.tolist() == [394, 479, 763, 768 + 58, 768 + 59, 768 + 91]
-    assert parse_feature_set("ALL+H+V+D1+D2+PH+PV+MB+MC").size == sum(BLOCK_SIZES.values())
+    every = "ALL+H+V+D1+D2+PH+PV+MB+MC+KA"
+    assert parse_feature_set(every).size == sum(BLOCK_SIZES.values())
 
 
 def test_perspectives_mirror_each_other() -> None:
     board = chess.Board("r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4")
-    fs = parse_feature_set("ALL+H+V+D1+D2+PH+PV+MB+MC")
+    fs = parse_feature_set("ALL+H+V+D1+D2+PH+PV+MB+MC+KA")
     white, black = position_features(board, fs)
     mirrored_white, mirrored_black = position_features(board.mirror(), fs)
     assert np.array_equal(white, mirrored_black) and np.array_equal(black, mirrored_white)

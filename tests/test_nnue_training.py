@@ -28,6 +28,8 @@ from latentchess.nnue.io import NnueModel, load_nnue
 from latentchess.nnue.model import (
     Nnue,
     NnueConfig,
+    expand_king_buckets,
+    expand_network,
     expand_output_buckets,
     output_bucket,
     quantise,
@@ -169,10 +171,52 @@ def test_output_buckets_follow_the_piece_count_and_start_as_the_plain_network() 
         quantised_forward(quantise(expand_output_buckets(plain, 8)), white, black, stm)
         == quantised_forward(quantise(plain), white, black, stm)
     ).all()
-    with pytest.raises(LatentChessError, match="ALL block"):
+    with pytest.raises(LatentChessError, match="ALL or KA block"):
         NnueConfig(feature_set="H+V", output_buckets=2)
     with pytest.raises(LatentChessError, match="output_buckets"):
         NnueConfig(output_buckets=0)
+
+
+def test_king_buckets_start_as_the_plain_network_and_move_apart_by_king_square() -> None:
+    torch.manual_seed(3)
+    plain = Nnue(NnueConfig(feature_set="H+ALL", l1=32, l2=8, psqt=True))  # ALL at an offset
+    with torch.no_grad():
+        plain.out.weight.mul_(20.0)
+        assert plain.psqt is not None
+        plain.psqt.weight[:-1].add_(torch.randn_like(plain.psqt.weight[:-1]) * 0.05)
+    fens = [
+        chess.STARTING_FEN,
+        "r1bq1rk1/pppp1ppp/2n2n2/2b1p3/2B1P3/2NP1N2/PPP2PPP/R1BQ1RK1 w - - 0 7",  # both castled
+        "2kr3r/ppp2ppp/8/8/8/8/PPP2PPP/2KR3R w - - 0 15",  # queen side
+        "8/5k2/8/3K4/8/8/5P2/8 b - - 0 50",  # kings off their first ranks
+    ]
+    boards = [chess.Board(fen) for fen in fens]
+    king = expand_king_buckets(plain)
+    assert king.cfg.feature_set == "H+KA" and expand_network(plain, king.cfg).cfg == king.cfg
+    feats = [position_features(b, king.cfg.features) for b in boards]
+    old = [position_features(b, plain.cfg.features) for b in boards]
+    stm = np.array([0 if b.turn else 1 for b in boards])
+    width = 64  # H and ALL (or KA): up to 32 features each
+
+    def padded(rows: list[Any], side: int, pad: int) -> torch.Tensor:
+        out = [np.pad(r[side], (0, width - len(r[side])), constant_values=pad) for r in rows]
+        return torch.from_numpy(np.stack(out))
+
+    new_in = (padded(feats, 0, 3168), padded(feats, 1, 3168), torch.tensor(stm))
+    old_in = (padded(old, 0, 864), padded(old, 1, 864), torch.tensor(stm))
+    with torch.no_grad():
+        same = king(*new_in)
+        assert torch.allclose(same, plain(*old_in), atol=1e-4)
+        king.ft.weight[96 + 3 * 768 : 96 + 4 * 768] += 0.3  # bucket 3: a king off the flank
+        moved = king(*new_in) - same
+    assert (moved[:3] == 0).all() and (moved[3] != 0).all()  # only the endgame's kings
+    white, black = [f[0] for f in feats], [f[1] for f in feats]
+    assert (
+        quantised_forward(quantise(expand_king_buckets(plain)), white, black, stm, "H+KA")
+        == quantised_forward(quantise(plain), [f[0] for f in old], [f[1] for f in old], stm)
+    ).all()
+    with pytest.raises(LatentChessError, match="cannot start"):
+        expand_network(plain, NnueConfig(feature_set="KA", l1=32, l2=8, psqt=True))
 
 
 def test_a_plain_network_fine_tunes_into_a_bucketed_one(tmp_path: Path) -> None:
@@ -197,6 +241,13 @@ def test_a_plain_network_fine_tunes_into_a_bucketed_one(tmp_path: Path) -> None:
     )  # a step at rate 0: the expanded start itself
     assert start.model_dir is not None
     assert start.metrics["val_loss"] == pytest.approx(plain.metrics["val_loss"], rel=1e-5)
+    king_cfg = dataclasses.replace(bucketed_cfg, feature_set="KA")  # king and output buckets
+    king_start = train_nnue(
+        NnueTrainConfig(
+            out=tmp_path / "k0", network=king_cfg, init=plain.model_dir, steps=1, lr=0.0, **common
+        )
+    )
+    assert king_start.metrics["val_loss"] == pytest.approx(plain.metrics["val_loss"], rel=1e-5)
     tuned = train_nnue(
         NnueTrainConfig(
             out=tmp_path / "b", network=bucketed_cfg, init=plain.model_dir, steps=4, **common

@@ -266,7 +266,7 @@ def _label(
     )
 
 
-_NATIVE_BLOCKS = frozenset({"ALL", "H", "V", "D1", "D2", "PH", "PV", "MB", "MC"})
+_NATIVE_BLOCKS = frozenset({"ALL", "KA", "H", "V", "D1", "D2", "PH", "PV", "MB", "MC"})
 
 
 def _native_labeller(feature_set: FeatureSet) -> Any:

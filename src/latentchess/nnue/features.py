@@ -14,6 +14,8 @@ the blocks before it, so ``ALL+H`` has 864 features, H's starting at 768):
 block     index of an active feature                                                   size
 ========  ===========================================================================  ======
 ALL       ``(file * 8 + rank) * 12 + role * 2 + c`` per piece                            768
+KA        ALL in king buckets: ``bucket * 768 + ALL's index`` per piece, where ``bucket``  3072
+          is :func:`king_bucket` of the perspective's own king
 H         ``file * 12 + role * 2 + c`` per piece (a piece of that kind on that file)       96
 V         ``rank * 12 + role * 2 + c``                                                     96
 D1        ``(file + rank) * 12 + role * 2 + c``                                           180
@@ -27,6 +29,12 @@ MB        ``square * 12 + role * 2 + c`` for every square in the union of the le
 MC        per (role, colour) the size of that union, capped at [8, 15, 16, 25, 25, 8]:    206
           ``MC_OFFSET[role] + c * (cap + 1) + min(count, cap)``
 ========  ===========================================================================  ======
+
+King buckets (KA, not in the thesis): Stockfish's HalfKA features give every square of the
+perspective's own king its own copy of the piece-square weights; KA keeps four copies, enough for
+the few million positions a CPU trains on: :func:`king_bucket` is ``(file >= 4) + 2 * (rank >= 1)``
+in the perspective's board (queen side / king side, on its first rank / off it). A KA network
+starts as an ALL network with every copy equal (:func:`latentchess.nnue.model.expand_king_buckets`).
 
 Naming of the pairwise blocks: we name them by direction, as the thesis *slides* do (PH: a piece
 "to the left of" another on a rank; PV: a piece "below" another on a file). The thesis's *code*
@@ -61,10 +69,13 @@ __all__ = [
     "perspective_features",
     "position_features",
     "mirror_all_features",
+    "king_bucket",
+    "KING_BUCKETS",
 ]
 
 BLOCK_SIZES: dict[str, int] = {
     "ALL": 768,
+    "KA": 4 * 768,
     "H": 96,
     "V": 96,
     "D1": 180,
@@ -77,6 +88,14 @@ BLOCK_SIZES: dict[str, int] = {
 MC_CAPS: tuple[int, ...] = (8, 15, 16, 25, 25, 8)
 MC_OFFSET: tuple[int, ...] = tuple(int(2 * sum(c + 1 for c in MC_CAPS[:r])) for r in range(6))
 assert 2 * sum(c + 1 for c in MC_CAPS) == BLOCK_SIZES["MC"]
+KING_BUCKETS = 4
+assert KING_BUCKETS * BLOCK_SIZES["ALL"] == BLOCK_SIZES["KA"]
+
+
+def king_bucket(file: int, rank: int) -> int:
+    """The KA copy for the perspective's own king on (file, rank) of the perspective's board."""
+    return int(file >= 4) + 2 * int(rank >= 1)
+
 
 # (perspective file, rank) -> (role, c) grid; role/c of -1 means empty.
 Grid = npt.NDArray[np.int8]  # (8 files, 8 ranks): role * 2 + c, or -1
@@ -124,7 +143,7 @@ class FeatureSet:
     @property
     def max_active(self) -> int:
         """An upper bound on the active features of one perspective (for padded storage)."""
-        bound = {"ALL": 32, "H": 32, "V": 32, "D1": 32, "D2": 32, "PH": 31, "PV": 31}
+        bound = {"ALL": 32, "KA": 32, "H": 32, "V": 32, "D1": 32, "D2": 32, "PH": 31, "PV": 31}
         bound |= {"MB": 768, "MC": 12}
         return sum(bound[b] for b in self.blocks)
 
@@ -224,6 +243,12 @@ def block_features(board: chess.Board, perspective: chess.Color, block: str) -> 
     grid = _grid(board, perspective)
     if block in _AXIS_LINES:
         active = _axis_block(grid, _AXIS_LINES[block])
+    elif block == "KA":
+        files, ranks = np.nonzero(grid == (chess.KING - 1) * 2)  # our king: role 5, c 0
+        if len(files) != 1:
+            raise LatentChessError(f"KA needs one king per side: {board.fen()!r}")
+        offset = king_bucket(int(files[0]), int(ranks[0])) * BLOCK_SIZES["ALL"]
+        active = {offset + index for index in _axis_block(grid, _AXIS_LINES["ALL"])}
     elif block == "PH":
         active = _pairs(grid.T)  # rows = ranks, left (file a) to right
     elif block == "PV":

@@ -12,6 +12,8 @@ included): ``(pieces - 1) * B // 32``, so B = 8 gives Stockfish's ``(pieces - 1)
 accumulator is shared by all copies, so a bucketed network costs the search no more than a plain
 one. :func:`expand_output_buckets` turns a plain network into a bucketed one that computes the
 same function (every copy starts as the plain layers), the start of a fine-tune.
+:func:`expand_king_buckets` does the same for the input side: an ALL network becomes a KA network
+(:mod:`latentchess.nnue.features`, king buckets) whose every king bucket starts as ALL's weights.
 
 With ``psqt=True`` (not in the thesis; Stockfish's feature transformer has the same term) a linear
 piece-square sum per perspective, ``psqt(stm) - psqt(other)`` halved, is added to the output before
@@ -51,6 +53,8 @@ __all__ = [
     "Nnue",
     "output_bucket",
     "expand_output_buckets",
+    "expand_king_buckets",
+    "expand_network",
     "quantise",
     "quantised_forward",
 ]
@@ -62,6 +66,14 @@ L2_SCALE = 64
 OUT_SHIFT = 16
 L2_CLIP = 127.0 / L2_SCALE
 MAX_PIECES = 32
+
+
+def _piece_block(features: FeatureSet) -> tuple[int, int] | None:
+    """(offset, size) of the block with one feature per piece (ALL or KA), or ``None``."""
+    for block in ("ALL", "KA"):
+        if block in features.blocks:
+            return features.offsets[features.blocks.index(block)], BLOCK_SIZES[block]
+    return None
 
 
 def output_bucket(pieces: int, buckets: int) -> int:
@@ -95,9 +107,10 @@ class NnueConfig:
             raise LatentChessError(
                 f"output_buckets must be 1..{MAX_PIECES}, not {self.output_buckets!r}"
             )
-        if self.output_buckets > 1 and "ALL" not in features.blocks:
+        if self.output_buckets > 1 and _piece_block(features) is None:
             raise LatentChessError(
-                f"output buckets count the pieces from the ALL block; {self.feature_set!r} has none"
+                "output buckets count the pieces from the ALL or KA block; "
+                f"{self.feature_set!r} has neither"
             )
 
     @property
@@ -145,13 +158,14 @@ class Nnue(nn.Module):
         return self.ft(features.long()) + self.ft_bias
 
     def buckets(self, white: Tensor) -> Tensor:
-        """(B,) output bucket of each position, from its pieces (the ALL block's features)."""
+        """(B,) output bucket of each position, from its pieces (the ALL or KA block's features)."""
         count = self.cfg.output_buckets
         if count == 1:
             return torch.zeros(white.shape[0], dtype=torch.long, device=white.device)
-        features = self.cfg.features
-        start = features.offsets[features.blocks.index("ALL")]
-        pieces = ((white >= start) & (white < start + BLOCK_ALL_SIZE)).sum(dim=1)
+        block = _piece_block(self.cfg.features)
+        assert block is not None  # NnueConfig checks it
+        start, size = block
+        pieces = ((white >= start) & (white < start + size)).sum(dim=1)
         return ((pieces - 1).clamp(min=0) * count // MAX_PIECES).clamp(max=count - 1).long()
 
     def hidden(self, white: Tensor, black: Tensor, stm: Tensor) -> Tensor:
@@ -205,14 +219,15 @@ the loss stalled at 0.00137 (the material-only plateau); at half it learnt like 
 
 
 def material_init(features: FeatureSet) -> npt.NDArray[np.float32]:
-    """(N + 1,) psqt start weights: +value for our pieces, -value for theirs (ALL block only)."""
+    """(N + 1,) psqt start weights: +value for our pieces, -value for theirs (ALL or KA block)."""
     weights = np.zeros(features.size + 1, dtype=np.float32)
-    if "ALL" in features.blocks:
-        offset = features.offsets[features.blocks.index("ALL")]
-        index = np.arange(BLOCK_ALL_SIZE)
+    block = _piece_block(features)
+    if block is not None:
+        offset, size = block
+        index = np.arange(size) % BLOCK_ALL_SIZE  # KA: every king bucket as ALL
         role, theirs = (index % 12) // 2, index % 2  # ALL: (file*8 + rank)*12 + role*2 + c
         values = np.asarray(MATERIAL_CP, dtype=np.float32)[role] * PSQT_INIT_FRACTION / OUTPUT_SCALE
-        weights[offset : offset + BLOCK_ALL_SIZE] = np.where(theirs == 1, -values, values)
+        weights[offset : offset + size] = np.where(theirs == 1, -values, values)
     return weights
 
 
@@ -233,6 +248,53 @@ def expand_output_buckets(plain: Nnue, buckets: int) -> Nnue:
     state["out.weight"] = plain.out.weight.repeat(buckets, 1)
     state["out.bias"] = plain.out.bias.repeat(buckets)
     net.load_state_dict(state)
+    return net
+
+
+@torch.no_grad()
+def expand_king_buckets(plain: Nnue) -> Nnue:
+    """``plain`` with ALL replaced by KA, every king bucket a copy of ALL: the same function.
+
+    The start of a king-bucketed fine-tune: a position's features pick one bucket per
+    perspective, so the network begins as exactly ``plain`` and the training lets each king
+    region's piece-square weights drift on their own.
+    """
+    old = plain.cfg.features
+    if "ALL" not in old.blocks:
+        raise LatentChessError(f"expand_king_buckets needs an ALL block, not {plain.cfg}")
+    blocks = tuple("KA" if b == "ALL" else b for b in old.blocks)
+    cfg = NnueConfig(**{**plain.cfg.to_dict(), "feature_set": "+".join(blocks)})
+    new = cfg.features
+    source = []  # new feature index -> old feature index
+    for block, old_offset in zip(old.blocks, old.offsets, strict=True):
+        local = np.arange(BLOCK_SIZES[block])
+        if block == "ALL":
+            local = np.tile(local, BLOCK_SIZES["KA"] // BLOCK_ALL_SIZE)
+        source.append(local + old_offset)
+    index = torch.from_numpy(np.concatenate([*source, [old.size]]))  # the padding row last
+    assert len(index) == new.size + 1
+    net = Nnue(cfg)
+    state = {k: v.clone() for k, v in plain.state_dict().items()}
+    state["ft.weight"] = plain.ft.weight[index].clone()
+    if plain.psqt is not None:
+        state["psqt.weight"] = plain.psqt.weight[index].clone()
+    net.load_state_dict(state)
+    return net
+
+
+def expand_network(start: Nnue, cfg: NnueConfig) -> Nnue:
+    """``start`` grown to ``cfg`` by king and output buckets, computing the same function.
+
+    Raises :class:`LatentChessError` when ``cfg`` differs from ``start`` in anything else.
+    """
+    net = start
+    grows_kings = "KA" in cfg.features.blocks and "ALL" in net.cfg.features.blocks
+    if net.cfg.feature_set != cfg.feature_set and grows_kings:
+        net = expand_king_buckets(net)
+    if net.cfg.output_buckets == 1 and cfg.output_buckets > 1:
+        net = expand_output_buckets(net, cfg.output_buckets)
+    if net.cfg != cfg:
+        raise LatentChessError(f"a network of shape {start.cfg} cannot start one of shape {cfg}")
     return net
 
 
@@ -265,20 +327,22 @@ def quantised_forward(
     white: list[npt.NDArray[np.int64]],
     black: list[npt.NDArray[np.int64]],
     stm: npt.NDArray[np.integer[Any]],
-    all_offset: int = 0,
+    feature_set: str = "ALL",
 ) -> npt.NDArray[np.int64]:
     """Integer reference inference (what the core computes), centipawns per position.
 
-    ``all_offset`` (where the ALL block starts) is needed only by a bucketed network: the bucket
-    counts the pieces among its features.
+    ``feature_set`` (the network's) is needed only by a bucketed network: the output bucket
+    counts the pieces among the features of its ALL or KA block.
     """
+    block = _piece_block(parse_feature_set(feature_set))
+    start, size = block if block is not None else (0, BLOCK_ALL_SIZE)
     w1 = q["ft.weight"].astype(np.int32)
     psqt = q.get("psqt.weight")
     buckets = len(q["out.bias"])
     l2 = len(q["out.weight"]) // buckets
     out = np.empty(len(stm), dtype=np.int64)
     for i in range(len(stm)):
-        pieces = int(((white[i] >= all_offset) & (white[i] < all_offset + BLOCK_ALL_SIZE)).sum())
+        pieces = int(((white[i] >= start) & (white[i] < start + size)).sum())
         bucket = output_bucket(pieces, buckets)
         rows = slice(bucket * l2, (bucket + 1) * l2)
         acc_w = (q["ft.bias"].astype(np.int32) + w1[white[i]].sum(axis=0)).astype(np.int16)

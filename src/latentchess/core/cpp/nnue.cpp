@@ -174,11 +174,13 @@ void NnueNetwork::validate() const {
     const auto n = static_cast<std::size_t>(features.size);
     const auto w1 = static_cast<std::size_t>(l1), w2 = static_cast<std::size_t>(l2);
     const auto buckets = static_cast<std::size_t>(output_buckets);
-    const bool has_all =
-        std::find(features.blocks.begin(), features.blocks.end(), FeatureBlock::All) != features.blocks.end();
-    if (output_buckets < 1 || output_buckets > 32 || (output_buckets > 1 && !has_all)) {
+    const auto has = [&](FeatureBlock block) {
+        return std::find(features.blocks.begin(), features.blocks.end(), block) != features.blocks.end();
+    };
+    const bool counts_pieces = has(FeatureBlock::All) || has(FeatureBlock::KA);
+    if (output_buckets < 1 || output_buckets > 32 || (output_buckets > 1 && !counts_pieces)) {
         throw std::invalid_argument("NNUE network '" + source + "': " + std::to_string(output_buckets) +
-                                    " output buckets (1..32, more than one needs the ALL block)");
+                                    " output buckets (1..32, more than one needs the ALL or KA block)");
     }
     if (l1 <= 0 || l2 <= 0 || l1 > kNnueMaxL1 || ft_weight.size() != n * w1 || ft_bias.size() != w1 ||
         l2_weight.size() != buckets * w2 * 2 * w1 || l2_bias.size() != buckets * w2 ||
@@ -220,8 +222,8 @@ int nnue_evaluate(const NnueNetwork& network, const Position& position) {
 namespace {
 
 bool is_local(FeatureBlock block) {
-    return block == FeatureBlock::All || block == FeatureBlock::H || block == FeatureBlock::V ||
-           block == FeatureBlock::D1 || block == FeatureBlock::D2;
+    return block == FeatureBlock::All || block == FeatureBlock::KA || block == FeatureBlock::H ||
+           block == FeatureBlock::V || block == FeatureBlock::D1 || block == FeatureBlock::D2;
 }
 
 // A local block's feature of one piece, from perspective's view (no offset).
@@ -248,6 +250,7 @@ NnueEvaluator::NnueEvaluator(std::shared_ptr<const NnueNetwork> network)
     only_local_ = true;
     for (std::size_t b = 0; b < set.blocks.size(); ++b) {
         if (set.blocks[b] == FeatureBlock::All) all_offset_ = set.offsets[b];
+        else if (set.blocks[b] == FeatureBlock::KA) king_offset_ = set.offsets[b];
         else if (is_local(set.blocks[b])) shared_blocks_.push_back(b);
         if (!is_local(set.blocks[b])) only_local_ = false;
     }
@@ -275,7 +278,8 @@ void NnueEvaluator::grow_stacks() {
 }
 
 void NnueEvaluator::apply_piece(Color color, PieceType type, Square square, int delta,
-                                ColumnChanges* changes) {
+                                const int king_buckets[2], ColumnChanges* changes,
+                                bool skip_perspective[2]) {
     const int l1 = network_->l1;
     const FeatureSet& set = network_->features;
     std::int16_t* top = stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
@@ -297,8 +301,15 @@ void NnueEvaluator::apply_piece(Color color, PieceType type, Square square, int 
         }
     };
     for (const Color perspective : {White, Black}) {
+        if (skip_perspective != nullptr && skip_perspective[perspective]) continue;
         if (all_offset_ >= 0)
             change(perspective, all_offset_ + all_feature(perspective, color, type, square), delta > 0);
+        if (king_offset_ >= 0) {
+            change(perspective,
+                   king_offset_ + king_bucket_feature(perspective, king_buckets[perspective], color,
+                                                      type, square),
+                   delta > 0);
+        }
         for (const std::size_t b : shared_blocks_) {
             const int feature =
                 set.offsets[b] + local_feature(set.blocks[b], perspective, color, type, square);
@@ -322,10 +333,13 @@ void NnueEvaluator::reset(const Position& position) {
         std::copy(network_->ft_bias.begin(), network_->ft_bias.end(), stack_.data() + perspective * l1);
         psqt_stack_[perspective] = 0;
     }
+    const int king_buckets[2] = {king_bucket(White, position.king_square(White)),
+                                 king_bucket(Black, position.king_square(Black))};
     Bitboard occupied = position.occupied();
     while (occupied) {
         const Square square = pop_lsb(occupied);
-        apply_piece(position.color_on(square), position.piece_type_on(square), square, +1);
+        apply_piece(position.color_on(square), position.piece_type_on(square), square, +1,
+                    king_buckets);
     }
 }
 
@@ -348,31 +362,45 @@ void NnueEvaluator::on_do_move(const Position& before, Move move) {
     const std::int16_t* parent = stack_.data() + (ply_ - 1) * width;
     std::int16_t* child = stack_.data() + ply_ * width;
     ColumnChanges changes[2];
-    if (all_offset_ >= 0 || !shared_blocks_.empty()) {
-        const Color us = before.side_to_move();
-        const Square from = move.from(), to = move.to();
-        const PieceType moved = before.piece_type_on(from);
-        const PieceType placed = move.promotion() != NoPieceType ? move.promotion() : moved;
-        if (moved == King && before.is_castling(move)) {  // king and rook (squares may overlap)
-            const CastlingSquares castle = before.castling_squares(move);
-            apply_piece(us, King, castle.king_from, -1, changes);
-            apply_piece(us, King, castle.king_to, +1, changes);
-            apply_piece(us, Rook, castle.rook_from, -1, changes);
-            apply_piece(us, Rook, castle.rook_to, +1, changes);
-        } else if (before.piece_type_on(to) != NoPieceType && before.color_on(to) != us) {
-            apply_piece(~us, before.piece_type_on(to), to, -1, changes);
+    PieceChange moves[4];
+    int move_count = 0;
+    const Color us = before.side_to_move();
+    const Square from = move.from(), to = move.to();
+    const PieceType moved = before.piece_type_on(from);
+    const PieceType placed = move.promotion() != NoPieceType ? move.promotion() : moved;
+    Square king_to = moved == King ? to : NoSquare;
+    if (moved == King && before.is_castling(move)) {  // king and rook (squares may overlap)
+        const CastlingSquares castle = before.castling_squares(move);
+        moves[move_count++] = {us, King, castle.king_from, -1};
+        moves[move_count++] = {us, King, castle.king_to, +1};
+        moves[move_count++] = {us, Rook, castle.rook_from, -1};
+        moves[move_count++] = {us, Rook, castle.rook_to, +1};
+        king_to = castle.king_to;
+    } else {
+        if (before.piece_type_on(to) != NoPieceType && before.color_on(to) != us) {
+            moves[move_count++] = {~us, before.piece_type_on(to), to, -1};
         } else if (moved == Pawn && file_of(from) != file_of(to) &&
                    before.piece_type_on(to) == NoPieceType) {
-            apply_piece(~us, Pawn, us == White ? to - 8 : to + 8, -1, changes);  // en passant
+            moves[move_count++] = {~us, Pawn, us == White ? to - 8 : to + 8, -1};  // en passant
         }
-        if (!(moved == King && before.is_castling(move))) {
-            apply_piece(us, moved, from, -1, changes);
-            apply_piece(us, placed, to, +1, changes);
-        }
+        moves[move_count++] = {us, moved, from, -1};
+        moves[move_count++] = {us, placed, to, +1};
+    }
+    // KA: a king that changes bucket changes every feature of its own perspective, which is then
+    // refreshed from the pieces after the move; the other perspective is updated as usual.
+    const int king_buckets[2] = {king_bucket(White, before.king_square(White)),
+                                 king_bucket(Black, before.king_square(Black))};
+    bool refresh[2] = {false, false};
+    if (king_offset_ >= 0 && king_to != NoSquare) refresh[us] = king_bucket(us, king_to) != king_buckets[us];
+    if (all_offset_ >= 0 || king_offset_ >= 0 || !shared_blocks_.empty()) {
+        for (int i = 0; i < move_count; ++i)
+            apply_piece(moves[i].color, moves[i].type, moves[i].square, moves[i].delta, king_buckets,
+                        changes, refresh);
     }
     // The child from the parent in one pass per perspective for the usual move (one column in,
     // one out), then any further columns in place.
     for (const Color perspective : {White, Black}) {
+        if (refresh[perspective]) continue;
         const ColumnChanges& c = changes[perspective];
         const std::int16_t* source = parent + perspective * l1;
         std::int16_t* target = child + perspective * l1;
@@ -391,6 +419,37 @@ void NnueEvaluator::on_do_move(const Position& before, Move move) {
         for (; added < c.added_count; ++added) add_row(target, row(c.added[added]), l1);
         for (; removed < c.removed_count; ++removed) sub_row(target, row(c.removed[removed]), l1);
     }
+    for (const Color perspective : {White, Black}) {
+        if (!refresh[perspective]) continue;
+        refresh_perspective(before, moves, move_count, perspective, king_bucket(us, king_to));
+    }
+}
+
+void NnueEvaluator::refresh_perspective(const Position& before, const PieceChange* moves,
+                                        int change_count, Color perspective, int bucket) {
+    const int l1 = network_->l1;
+    const FeatureSet& set = network_->features;
+    std::int16_t* top = stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
+    std::copy(network_->ft_bias.begin(), network_->ft_bias.end(), top + perspective * l1);
+    psqt_stack_[static_cast<std::size_t>(ply_) * 2 + perspective] = 0;
+    if (!shared_blocks_.empty()) {
+        std::uint8_t* counts = count_stack_.data() + static_cast<std::size_t>(ply_) * 2 * set.size;
+        std::fill(counts + perspective * set.size, counts + (perspective + 1) * set.size, 0);
+    }
+    int king_buckets[2] = {bucket, bucket};
+    bool others[2] = {perspective != White, perspective != Black};  // skip the other perspective
+    Bitboard after = before.occupied();
+    for (int i = 0; i < change_count; ++i)
+        if (moves[i].delta < 0) after &= ~square_bb(moves[i].square);
+    while (after) {
+        const Square square = pop_lsb(after);
+        apply_piece(before.color_on(square), before.piece_type_on(square), square, +1, king_buckets,
+                    nullptr, others);
+    }
+    for (int i = 0; i < change_count; ++i)
+        if (moves[i].delta > 0)
+            apply_piece(moves[i].color, moves[i].type, moves[i].square, +1, king_buckets, nullptr,
+                        others);
 }
 
 void NnueEvaluator::on_undo_move() { --ply_; }

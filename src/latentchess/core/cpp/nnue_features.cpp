@@ -17,7 +17,7 @@ struct BlockName {
     int size;
 };
 
-constexpr std::array<BlockName, 9> kBlocks = {{
+constexpr std::array<BlockName, 10> kBlocks = {{
     {"ALL", FeatureBlock::All, 768},
     {"H", FeatureBlock::H, 96},
     {"V", FeatureBlock::V, 96},
@@ -27,6 +27,7 @@ constexpr std::array<BlockName, 9> kBlocks = {{
     {"PV", FeatureBlock::PV, 1152},
     {"MB", FeatureBlock::MB, 768},
     {"MC", FeatureBlock::MC, 206},
+    {"KA", FeatureBlock::KA, kKingBuckets * 768},
 }};
 
 // MC's first index of each role: 2 * the sum of (cap + 1) over the roles before it.
@@ -187,6 +188,17 @@ void block_features(const Position& position, Color perspective, FeatureBlock bl
                     out.push_back((file_of(square) * 8 + rank) * 12 + role * 2 + c);
                 }
             }
+        }
+        std::sort(out.begin(), out.end());
+        return;
+    }
+    if (block == FeatureBlock::KA) {
+        const int bucket = king_bucket(perspective, position.king_square(perspective));
+        Bitboard occupied = position.occupied();
+        while (occupied) {
+            const Square square = pop_lsb(occupied);
+            out.push_back(king_bucket_feature(perspective, bucket, position.color_on(square),
+                                              position.piece_type_on(square), square));
         }
         std::sort(out.begin(), out.end());
         return;

@@ -4,8 +4,8 @@
 //  * A feature set is a list of blocks; block b's indices start at the sum of the sizes before it.
 //  * Each perspective sees the board flipped vertically for Black, colours swapped: c = 0 "ours".
 //    role = piece type - 1 (P N B R Q K = 0..5); file, rank in the perspective's board.
-//  * Every block of the reference is here: ALL, H, V, D1, D2, PH, PV and the mobility blocks MB
-//    and MC. Mobility is a colour's legal destinations as if it were to move (its own king left
+//  * Every block of the reference is here: ALL, H, V, D1, D2, PH, PV, the mobility blocks MB
+//    and MC, and KA (ALL in king buckets). Mobility is a colour's legal destinations as if it were to move (its own king left
 //    safe; a pawn's single push and captures, en passant only for the side to move; castling as
 //    the king's move to its target square, g or c file, in Chess960 too), computed from bitboards without making moves.
 //  * active_features returns each active feature once, sorted ascending.
@@ -21,7 +21,11 @@
 
 namespace latentchess::core {
 
-enum class FeatureBlock : int { All, H, V, D1, D2, PH, PV, MB, MC };
+enum class FeatureBlock : int { All, H, V, D1, D2, PH, PV, MB, MC, KA };
+
+// KA (ALL in king buckets, not in the thesis): kKingBuckets copies of ALL, the copy picked by the
+// perspective's own king (king_bucket, on the perspective's board), as latentchess.nnue.features.
+inline constexpr int kKingBuckets = 4;
 
 // MC's count caps per role (P N B R Q K), as the thesis's table.
 inline constexpr int kMobilityCaps[6] = {8, 15, 16, 25, 25, 8};
@@ -45,6 +49,18 @@ inline int all_feature(Color perspective, Color color, PieceType type, Square sq
     const int file = file_of(square);
     const int rank = perspective == White ? rank_of(square) : 7 - rank_of(square);
     return (file * 8 + rank) * 12 + (type - 1) * 2 + (color == perspective ? 0 : 1);
+}
+
+// KA's copy for the perspective's own king on king_square: (file >= 4) + 2 * (rank >= 1).
+inline int king_bucket(Color perspective, Square king_square) {
+    const int rank = perspective == White ? rank_of(king_square) : 7 - rank_of(king_square);
+    return (file_of(king_square) >= 4 ? 1 : 0) + (rank >= 1 ? 2 : 0);
+}
+
+// KA's index of a piece for the perspective whose king is in `bucket` (no offset).
+inline int king_bucket_feature(Color perspective, int bucket, Color color, PieceType type,
+                               Square square) {
+    return bucket * 768 + all_feature(perspective, color, type, square);
 }
 
 // Union of the legal destination squares of `color`'s pieces of each type (index = PieceType),

@@ -23,7 +23,6 @@ count) resume.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,7 @@ from latentchess.errors import LatentChessError
 from latentchess.nnue.dataset import FeatureCache, build_cache, open_cache, parse_source
 from latentchess.nnue.features import parse_feature_set
 from latentchess.nnue.io import load_nnue, save_nnue
-from latentchess.nnue.model import Nnue, expand_output_buckets
+from latentchess.nnue.model import Nnue, expand_network
 from latentchess.provenance import git_commit
 from latentchess.training.distributed import DistContext
 from latentchess.training.loop import (
@@ -96,10 +95,10 @@ class NnueObjective(Objective):
         self.net = Nnue(cfg.network).to(self.device)
         if cfg.init is not None:
             start = load_nnue(cfg.init).network
-            if start.cfg != cfg.network and start.cfg == replace(cfg.network, output_buckets=1):
-                start = expand_output_buckets(start, cfg.network.output_buckets)  # same function
-            if start.cfg != cfg.network:
-                raise LatentChessError(f"--init {str(cfg.init)!r} has shape {start.cfg}")
+            try:  # king and output buckets: the same function, each copy the plain weights
+                start = expand_network(start, cfg.network)
+            except LatentChessError as error:
+                raise LatentChessError(f"--init {str(cfg.init)!r}: {error}") from error
             self.net.load_state_dict(start.state_dict())
         self.model: nn.Module = self.net
         self.epoch_positions = cfg.epoch_positions or len(self.train_rows)
