@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from game_errors import player_games  # this folder: run as a script from anywhere
+from latentchess.evaluation.elo import elo_of_score
 
 Z95 = 1.959964
 
@@ -73,8 +74,8 @@ class PairingError(ValueError):
 
 
 def _elo(score: float) -> float:
-    score = min(max(score, 1e-6), 1.0 - 1e-6)
-    return -400.0 * math.log10(1.0 / score - 1.0)
+    """:func:`elo_of_score` kept finite: a paired difference may reach a score of 0 or 1."""
+    return elo_of_score(min(max(score, 1e-6), 1.0 - 1e-6))
 
 
 def read_scores(path: Path, player: str) -> dict[int, tuple[GameKey, float]]:

@@ -60,6 +60,7 @@ __all__ = [
     "read_pgn_outcomes",
     "fit_bayeselo",
     "expected_score",
+    "elo_of_score",
 ]
 
 _RESULTS = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}
@@ -110,7 +111,8 @@ class EloDiff:
         return f"{self.elo:+.0f} +- {self.error:.0f}"
 
 
-def _elo_of_score(score: float) -> float:
+def elo_of_score(score: float) -> float:
+    """The Elo difference whose :func:`expected_score` is ``score`` (-inf at 0, inf at 1)."""
     if score <= 0.0:
         return -math.inf
     if score >= 1.0:
@@ -130,9 +132,9 @@ def score_elo(wins: int, draws: int, losses: int, *, confidence: float = 0.95) -
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     half = z * math.sqrt(variance / games)
     return EloDiff(
-        elo=_elo_of_score(score),
-        lower=_elo_of_score(score - half),
-        upper=_elo_of_score(score + half),
+        elo=elo_of_score(score),
+        lower=elo_of_score(score - half),
+        upper=elo_of_score(score + half),
         score=score,
         games=games,
     )

@@ -46,7 +46,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from latentchess.errors import LatentChessError
-from latentchess.evaluation.elo import EloDiff
+from latentchess.evaluation.elo import EloDiff, elo_of_score
 
 __all__ = [
     "PAIR_SCORES",
@@ -284,17 +284,9 @@ def pentanomial_elo(counts: Pentanomial, *, confidence: float = 0.95) -> EloDiff
     variance = float(np.dot(freq, (PAIR_SCORES - mean) ** 2))
     half = float(stats.norm.ppf(0.5 + confidence / 2.0)) * math.sqrt(variance / pairs)
     return EloDiff(
-        elo=_elo_of_score(mean),
-        lower=_elo_of_score(mean - half),
-        upper=_elo_of_score(mean + half),
+        elo=elo_of_score(mean),
+        lower=elo_of_score(mean - half),
+        upper=elo_of_score(mean + half),
         score=mean,
         games=2 * pairs,
     )
-
-
-def _elo_of_score(score: float) -> float:
-    if score <= 0.0:
-        return -math.inf
-    if score >= 1.0:
-        return math.inf
-    return -400.0 * math.log10(1.0 / score - 1.0)
