@@ -279,7 +279,7 @@ void NnueEvaluator::grow_stacks() {
 
 void NnueEvaluator::apply_piece(Color color, PieceType type, Square square, int delta,
                                 const int king_buckets[2], ColumnChanges* changes,
-                                bool skip_perspective[2]) {
+                                const bool skip_perspective[2]) {
     const int l1 = network_->l1;
     const FeatureSet& set = network_->features;
     std::int16_t* top = stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
@@ -436,8 +436,8 @@ void NnueEvaluator::refresh_perspective(const Position& before, const PieceChang
         std::uint8_t* counts = count_stack_.data() + static_cast<std::size_t>(ply_) * 2 * set.size;
         std::fill(counts + perspective * set.size, counts + (perspective + 1) * set.size, 0);
     }
-    int king_buckets[2] = {bucket, bucket};
-    bool others[2] = {perspective != White, perspective != Black};  // skip the other perspective
+    const int king_buckets[2] = {bucket, bucket};
+    const bool others[2] = {perspective != White, perspective != Black};  // skip the other one
     Bitboard after = before.occupied();
     for (int i = 0; i < change_count; ++i)
         if (moves[i].delta < 0) after &= ~square_bb(moves[i].square);

@@ -119,7 +119,7 @@ class NnueEvaluator final : public Evaluator {
     // is left alone.
     void apply_piece(Color color, PieceType type, Square square, int delta,
                      const int king_buckets[2], ColumnChanges* changes = nullptr,
-                     bool skip_perspective[2] = nullptr);
+                     const bool skip_perspective[2] = nullptr);
     // A piece leaving (-1) or arriving (+1) on a square: a move makes at most four.
     struct PieceChange {
         Color color;
