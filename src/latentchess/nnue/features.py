@@ -14,8 +14,8 @@ the blocks before it, so ``ALL+H`` has 864 features, H's starting at 768):
 block     index of an active feature                                                   size
 ========  ===========================================================================  ======
 ALL       ``(file * 8 + rank) * 12 + role * 2 + c`` per piece                            768
-KA        ALL in king buckets: ``bucket * 768 + ALL's index`` per piece, where ``bucket``  3072
-          is :func:`king_bucket` of the perspective's own king
+KA        ``bucket * 768 + ALL's index`` per piece, ``bucket`` = :func:`king_bucket`    3072
+          of the perspective's own king (ALL in four king buckets)
 H         ``file * 12 + role * 2 + c`` per piece (a piece of that kind on that file)       96
 V         ``rank * 12 + role * 2 + c``                                                     96
 D1        ``(file + rank) * 12 + role * 2 + c``                                           180
