@@ -333,8 +333,11 @@ void NnueEvaluator::reset(const Position& position) {
         std::copy(network_->ft_bias.begin(), network_->ft_bias.end(), stack_.data() + perspective * l1);
         psqt_stack_[perspective] = 0;
     }
-    const int king_buckets[2] = {king_bucket(White, position.king_square(White)),
-                                 king_bucket(Black, position.king_square(Black))};
+    int king_buckets[2] = {0, 0};  // read only by KA
+    if (king_offset_ >= 0) {
+        king_buckets[White] = king_bucket(White, position.king_square(White));
+        king_buckets[Black] = king_bucket(Black, position.king_square(Black));
+    }
     Bitboard occupied = position.occupied();
     while (occupied) {
         const Square square = pop_lsb(occupied);
@@ -388,10 +391,13 @@ void NnueEvaluator::on_do_move(const Position& before, Move move) {
     }
     // KA: a king that changes bucket changes every feature of its own perspective, which is then
     // refreshed from the pieces after the move; the other perspective is updated as usual.
-    const int king_buckets[2] = {king_bucket(White, before.king_square(White)),
-                                 king_bucket(Black, before.king_square(Black))};
+    int king_buckets[2] = {0, 0};  // read only by KA
     bool refresh[2] = {false, false};
-    if (king_offset_ >= 0 && king_to != NoSquare) refresh[us] = king_bucket(us, king_to) != king_buckets[us];
+    if (king_offset_ >= 0) {
+        king_buckets[White] = king_bucket(White, before.king_square(White));
+        king_buckets[Black] = king_bucket(Black, before.king_square(Black));
+        if (king_to != NoSquare) refresh[us] = king_bucket(us, king_to) != king_buckets[us];
+    }
     if (all_offset_ >= 0 || king_offset_ >= 0 || !shared_blocks_.empty()) {
         for (int i = 0; i < move_count; ++i)
             apply_piece(moves[i].color, moves[i].type, moves[i].square, moves[i].delta, king_buckets,
