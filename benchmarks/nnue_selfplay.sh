@@ -17,11 +17,12 @@
 # 5e-4:500"; a bucketed arm starts with every bucket a copy of the shipped layers), L1S ("128 256
 # 512"), SCRATCH_LAMBDA (1), SCRATCH_MINUTES (6), NODES (20000), MAX_GAMES (400), SCRATCH_GAMES
 # (60), LABEL_SHARDS (Stockfish labelling processes at once; 1), SF_EXTRA_DATA (labelled
-# directories the SF arms also train on, such as an earlier round's OUT/static; none),
+# directories the SF arms also train on, such as an earlier round's OUT/static; none; adds -plus
+# to the run's and the feature cache's names),
 # TRAIN_THREADS (1), DENSE_LR_SCALE (the dense layers' rate factor of the SF arms; 0.1, the
 # shipped recipe; another value adds -d<value> to the run's name), SF_FEATURES (the SF arms'
-# feature set; ALL, the shipped one; KA starts every king bucket as the shipped ALL weights and
-# adds -f<set> to the run's name), MATCHES (0: stop after the loss table; 1).
+# feature set; ALL, the shipped one; KA or KA9 starts every king bucket as the shipped network's
+# bucket it lies in (ALL: one) and adds -f<set> to the run's name), MATCHES (0: stop after the loss table; 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$1
@@ -86,6 +87,10 @@ for arm in $SF_ARMS; do
     if [ "$SF_FEATURES" != ALL ]; then
         run="$run-f$SF_FEATURES"
         cache="$cache-$SF_FEATURES"
+    fi
+    if [ -n "$SF_EXTRA_DATA" ]; then  # other data: another run and cache (a cache knows its data)
+        run="$run-plus"
+        cache="$cache-plus"
     fi
     [ -f "$run/model/config.json" ] && continue
     train "$run" "${sf_data[@]}" --cache "$cache" --init "$SHIPPED" --l1 256 --lr "$lr" \

@@ -86,19 +86,38 @@ def test_king_buckets_copy_all_for_the_perspectives_own_king() -> None:
     assert fs.size == 3072 + 96 and fs.offsets == (0, 3072) and not fs.local
 
 
+def test_nine_king_buckets_split_the_four() -> None:
+    # First rank a-d / e / f-h, then a-d / e-h on the second rank, the third and fourth, beyond.
+    squares = ((2, 0), (4, 0), (6, 0), (0, 1), (7, 1), (3, 3), (4, 2), (0, 4), (4, 7))
+    assert [king_bucket(f, r, "KA9") for f, r in squares] == list(range(9))
+    # Each KA9 bucket lies inside one KA bucket (what lets a KA network start a KA9 one).
+    parents: dict[int, set[int]] = {}
+    for f in range(8):
+        for r in range(8):
+            parents.setdefault(king_bucket(f, r, "KA9"), set()).add(king_bucket(f, r))
+    assert all(len(p) == 1 for p in parents.values()) and len(parents) == 9
+    # KRK: White's king on e1 (bucket 1: at home); Black's on e8 (its own e1); after Kg1 bucket 2.
+    assert block_features(KRK, chess.WHITE, "KA9") == [768 + i for i in (394, 479, 678)]
+    board = chess.Board("4k3/8/8/8/8/8/8/R5K1 b - - 0 1")
+    assert block_features(board, chess.WHITE, "KA9") == [
+        2 * 768 + i for i in block_features(board, chess.WHITE, "ALL")
+    ]
+    assert parse_feature_set("KA9").size == 9 * 768
+
+
 def test_composition_offsets_and_sizes() -> None:
     fs = parse_feature_set("all + h")
     assert fs.name == "ALL+H" and fs.size == 864 and fs.offsets == (0, 768)
     white, black = position_features(KRK, fs)
     assert white.tolist() == [394, 479, 678, 768 + 58, 768 + 59, 768 + 90]
     assert black.tolist() == [394, 479, 763, 768 + 58, 768 + 59, 768 + 91]
-    every = "ALL+H+V+D1+D2+PH+PV+MB+MC+KA"
+    every = "ALL+H+V+D1+D2+PH+PV+MB+MC+KA+KA9"
     assert parse_feature_set(every).size == sum(BLOCK_SIZES.values())
 
 
 def test_perspectives_mirror_each_other() -> None:
     board = chess.Board("r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4")
-    fs = parse_feature_set("ALL+H+V+D1+D2+PH+PV+MB+MC+KA")
+    fs = parse_feature_set("ALL+H+V+D1+D2+PH+PV+MB+MC+KA+KA9")
     white, black = position_features(board, fs)
     mirrored_white, mirrored_black = position_features(board.mirror(), fs)
     assert np.array_equal(white, mirrored_black) and np.array_equal(black, mirrored_white)

@@ -13,7 +13,12 @@ import torch
 
 from latentchess.core.nnue import load_network, native_module, resolve_evaluator
 from latentchess.errors import EngineError
-from latentchess.nnue.features import king_bucket, parse_feature_set, position_features
+from latentchess.nnue.features import (
+    KING_BUCKET_LAYOUTS,
+    king_bucket,
+    parse_feature_set,
+    position_features,
+)
 from latentchess.nnue.io import load_nnue, save_nnue
 from latentchess.nnue.model import Nnue, NnueConfig, quantised_forward
 
@@ -46,15 +51,17 @@ def _special(board: chess.Board, move: chess.Move) -> bool:
         ("V+D1+D2", True, 1),
         (FEATURES, True, 4),
         ("KA+H", True, 4),
+        ("H+KA9", True, 1),
     ],
-    ids=["plain", "psqt", "mobility", "local", "buckets", "king-buckets"],
+    ids=["plain", "psqt", "mobility", "local", "buckets", "king-buckets", "nine-king-buckets"],
 )
 def network_dir(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
     """Small networks: without and with the psqt term (its weights randomised off material), and
     one with the mobility blocks, whose features change with every move anywhere on the board,
     and one whose blocks are all updated incrementally (shared features: counted), without ALL,
     and one with four output buckets (each its own random dense layers), and one with king
-    buckets (each its own random first layer) beside a counted block."""
+    buckets (each its own random first layer) beside a counted block, and one with nine king
+    buckets at an offset."""
     features, psqt, buckets = request.param
     torch.manual_seed(1)
     net = Nnue(NnueConfig(feature_set=features, l1=32, l2=8, psqt=psqt, output_buckets=buckets))
@@ -79,8 +86,8 @@ def _walks(seed: int, plies: int = 60) -> list[list[chess.Board]]:
     return games
 
 
-def _king_bucket_changes(board: chess.Board, move: chess.Move) -> bool:
-    """Whether ``move`` takes the mover's king into another KA bucket."""
+def _king_bucket_changes(board: chess.Board, move: chess.Move, block: str) -> bool:
+    """Whether ``move`` takes the mover's king into another bucket of ``block``."""
     after = board.copy(stack=False)
     after.push(move)
 
@@ -88,14 +95,14 @@ def _king_bucket_changes(board: chess.Board, move: chess.Move) -> bool:
         square = b.king(board.turn)
         assert square is not None
         rank = chess.square_rank(square) if board.turn else 7 - chess.square_rank(square)
-        return king_bucket(chess.square_file(square), rank)
+        return king_bucket(chess.square_file(square), rank, block)
 
     return bucket(board) != bucket(after)
 
 
 def test_features_equal_the_reference() -> None:
     native = native_module()
-    fs = parse_feature_set("ALL+H+V+D1+D2+PH+PV+MB+MC+KA")
+    fs = parse_feature_set("ALL+H+V+D1+D2+PH+PV+MB+MC+KA+KA9")
     boards = [b for game in _walks(3, plies=40) for b in game]
     # Mobility's hard cases: pins (absolute and along the capture line), single and double
     # check, en passant that would expose the king, castling through attacked squares.
@@ -142,7 +149,9 @@ def test_integer_inference_equals_the_python_reference(network_dir: Path) -> Non
 def test_incremental_accumulators_equal_a_refresh(network_dir: Path) -> None:
     native, network = native_module(), load_network(network_dir)
     rng, seen = random.Random(7), {"castling": 0, "en_passant": 0, "promotion": 0, "capture": 0}
-    seen["king_bucket"] = 0  # KA: a king move into another bucket refreshes its perspective
+    seen["king_bucket"] = 0  # a king move into another bucket refreshes its perspective
+    blocks = load_nnue(network_dir).network.cfg.features.blocks
+    king_block = next((b for b in blocks if b in KING_BUCKET_LAYOUTS), "KA")
     for fen in [chess.STARTING_FEN, *SPECIAL] * 3:
         board = chess.Board(fen)
         probe = native.NnueProbe(network, native.Position(fen))
@@ -156,7 +165,7 @@ def test_incremental_accumulators_equal_a_refresh(network_dir: Path) -> None:
             seen["en_passant"] += board.is_en_passant(move)
             seen["promotion"] += move.promotion is not None
             seen["capture"] += board.is_capture(move)
-            seen["king_bucket"] += _king_bucket_changes(board, move)
+            seen["king_bucket"] += _king_bucket_changes(board, move, king_block)
             probe.push(_bits(move))
             board.push(move)
             if ply % 7 == 3:  # null moves as the search makes them

@@ -171,7 +171,7 @@ def test_output_buckets_follow_the_piece_count_and_start_as_the_plain_network() 
         quantised_forward(quantise(expand_output_buckets(plain, 8)), white, black, stm)
         == quantised_forward(quantise(plain), white, black, stm)
     ).all()
-    with pytest.raises(LatentChessError, match="ALL or KA block"):
+    with pytest.raises(LatentChessError, match="count the pieces from one of the blocks"):
         NnueConfig(feature_set="H+V", output_buckets=2)
     with pytest.raises(LatentChessError, match="output_buckets"):
         NnueConfig(output_buckets=0)
@@ -217,6 +217,15 @@ def test_king_buckets_start_as_the_plain_network_and_move_apart_by_king_square()
     ).all()
     with pytest.raises(LatentChessError, match="cannot start"):
         expand_network(plain, NnueConfig(feature_set="KA", l1=32, l2=8, psqt=True))
+    # KA into KA9: each of the nine starts as the KA bucket it lies in (the moved one included).
+    nine = expand_king_buckets(king, "KA9")
+    assert nine.cfg.feature_set == "H+KA9" and expand_network(plain, nine.cfg).cfg == nine.cfg
+    feats9 = [position_features(b, nine.cfg.features) for b in boards]
+    nine_in = (padded(feats9, 0, 7008), padded(feats9, 1, 7008), torch.tensor(stm))
+    with torch.no_grad():
+        assert torch.allclose(nine(*nine_in), king(*new_in), atol=1e-4)
+    with pytest.raises(LatentChessError, match="do not each lie inside"):
+        expand_king_buckets(nine, "KA")  # KA's e-h first rank holds two of KA9's buckets
 
 
 def test_a_plain_network_fine_tunes_into_a_bucketed_one(tmp_path: Path) -> None:
@@ -280,7 +289,8 @@ def test_cache_filters_and_reports_bad_rows(tmp_path: Path) -> None:
         and cache.score[0] == 0
     )
     # The core's extractor equals the reference, for the target-score and the PQR caches.
-    for features, pqr in (("ALL", False), ("ALL+D1+PH+MB+MC", False), ("ALL+PV", True)):
+    cases = (("ALL", False), ("ALL+D1+PH+MB+MC", False), ("ALL+PV", True), ("KA9+H", False))
+    for features, pqr in cases:
         fs = parse_feature_set(features)
         caches = [
             build_cache(
@@ -303,6 +313,14 @@ def test_cache_filters_and_reports_bad_rows(tmp_path: Path) -> None:
                 parse_feature_set("ALL"),
                 use_native=native,
             )
+    # A complete cache answers only for the data it was built from: other sources are an error,
+    # not its rows under another run's name.
+    with pytest.raises(LatentChessError, match="was built from"):
+        build_cache(
+            [parse_source(f"{csv}"), parse_source(f"{csv}:10")],
+            tmp_path / "ALL-True",
+            parse_feature_set("ALL"),
+        )
 
 
 def test_cache_reads_parquet_datasets_like_csv(tmp_path: Path) -> None:

@@ -266,7 +266,7 @@ def _label(
     )
 
 
-_NATIVE_BLOCKS = frozenset({"ALL", "KA", "H", "V", "D1", "D2", "PH", "PV", "MB", "MC"})
+_NATIVE_BLOCKS = frozenset({"ALL", "KA", "KA9", "H", "V", "D1", "D2", "PH", "PV", "MB", "MC"})
 
 
 def _native_labeller(feature_set: FeatureSet) -> Any:
@@ -431,6 +431,12 @@ def build_cache(
             raise LatentChessError(
                 f"cache {str(out)!r} holds {cache.meta['feature_set']!r} "
                 f"(pqr={cache.meta.get('pqr')}), not {feature_set.name!r} (pqr={pqr}); "
+                "use another cache directory"
+            )
+        wanted = [s.spec for s in sources]
+        if cache.meta.get("sources", wanted) != wanted:
+            raise LatentChessError(
+                f"cache {str(out)!r} was built from {cache.meta['sources']}, not {wanted}; "
                 "use another cache directory"
             )
         return cache

@@ -16,6 +16,7 @@ block     index of an active feature                                            
 ALL       ``(file * 8 + rank) * 12 + role * 2 + c`` per piece                            768
 KA        ``bucket * 768 + ALL's index`` per piece, ``bucket`` = :func:`king_bucket`    3072
           of the perspective's own king (ALL in four king buckets)
+KA9       as KA with nine king buckets (each inside one of KA's four)                    6912
 H         ``file * 12 + role * 2 + c`` per piece (a piece of that kind on that file)       96
 V         ``rank * 12 + role * 2 + c``                                                     96
 D1        ``(file + rank) * 12 + role * 2 + c``                                           180
@@ -30,11 +31,15 @@ MC        per (role, colour) the size of that union, capped at [8, 15, 16, 25, 2
           ``MC_OFFSET[role] + c * (cap + 1) + min(count, cap)``
 ========  ===========================================================================  ======
 
-King buckets (KA, not in the thesis): Stockfish's HalfKA features give every square of the
+King buckets (KA, KA9, not in the thesis): Stockfish's HalfKA features give every square of the
 perspective's own king its own copy of the piece-square weights; KA keeps four copies, enough for
 the few million positions a CPU trains on: :func:`king_bucket` is ``(file >= 4) + 2 * (rank >= 1)``
-in the perspective's board (queen side / king side, on its first rank / off it). A KA network
-starts as an ALL network with every copy equal (:func:`latentchess.nnue.model.expand_king_buckets`).
+in the perspective's board (queen side / king side, on its first rank / off it). KA9 splits those
+four further (:data:`KING_BUCKET_LAYOUTS`): on the first rank a-d / e / f-h (long castling or the
+queen side, the king at home, short castling), then a-d / e-h on the second rank, on the third and
+fourth, and beyond. Every KA9 bucket lies inside one KA bucket, so a KA network starts a KA9 one
+exactly as an ALL network starts a KA one, every copy equal to its parent
+(:func:`latentchess.nnue.model.expand_king_buckets`).
 
 Naming of the pairwise blocks: we name them by direction, as the thesis *slides* do (PH: a piece
 "to the left of" another on a rank; PV: a piece "below" another on a file). The thesis's *code*
@@ -70,12 +75,13 @@ __all__ = [
     "position_features",
     "mirror_all_features",
     "king_bucket",
-    "KING_BUCKETS",
+    "KING_BUCKET_LAYOUTS",
 ]
 
 BLOCK_SIZES: dict[str, int] = {
     "ALL": 768,
     "KA": 4 * 768,
+    "KA9": 9 * 768,
     "H": 96,
     "V": 96,
     "D1": 180,
@@ -88,13 +94,48 @@ BLOCK_SIZES: dict[str, int] = {
 MC_CAPS: tuple[int, ...] = (8, 15, 16, 25, 25, 8)
 MC_OFFSET: tuple[int, ...] = tuple(int(2 * sum(c + 1 for c in MC_CAPS[:r])) for r in range(6))
 assert 2 * sum(c + 1 for c in MC_CAPS) == BLOCK_SIZES["MC"]
-KING_BUCKETS = 4
-assert KING_BUCKETS * BLOCK_SIZES["ALL"] == BLOCK_SIZES["KA"]
 
 
-def king_bucket(file: int, rank: int) -> int:
-    """The KA copy for the perspective's own king on (file, rank) of the perspective's board."""
-    return int(file >= 4) + 2 * int(rank >= 1)
+def _layout(rows: str) -> tuple[tuple[int, ...], ...]:
+    """A king-bucket layout drawn rank 8 first, as a board is printed -> ``[file][rank]``."""
+    ranks = [[int(c) for c in row.split()] for row in rows.strip().splitlines()][::-1]
+    return tuple(tuple(ranks[rank][file] for rank in range(8)) for file in range(8))
+
+
+# The king-bucketed blocks: ``[file][rank]`` of the perspective's own king -> its bucket.
+KING_BUCKET_LAYOUTS: dict[str, tuple[tuple[int, ...], ...]] = {
+    "KA": _layout(
+        """
+        2 2 2 2 3 3 3 3
+        2 2 2 2 3 3 3 3
+        2 2 2 2 3 3 3 3
+        2 2 2 2 3 3 3 3
+        2 2 2 2 3 3 3 3
+        2 2 2 2 3 3 3 3
+        2 2 2 2 3 3 3 3
+        0 0 0 0 1 1 1 1
+        """
+    ),
+    "KA9": _layout(
+        """
+        7 7 7 7 8 8 8 8
+        7 7 7 7 8 8 8 8
+        7 7 7 7 8 8 8 8
+        7 7 7 7 8 8 8 8
+        5 5 5 5 6 6 6 6
+        5 5 5 5 6 6 6 6
+        3 3 3 3 4 4 4 4
+        0 0 0 0 1 2 2 2
+        """
+    ),
+}
+for _block, _table in KING_BUCKET_LAYOUTS.items():
+    assert BLOCK_SIZES[_block] == (1 + max(map(max, _table))) * BLOCK_SIZES["ALL"]
+
+
+def king_bucket(file: int, rank: int, block: str = "KA") -> int:
+    """``block``'s bucket for the perspective's own king on (file, rank) of its own board."""
+    return KING_BUCKET_LAYOUTS[block][file][rank]
 
 
 # (perspective file, rank) -> (role, c) grid; role/c of -1 means empty.
@@ -143,7 +184,17 @@ class FeatureSet:
     @property
     def max_active(self) -> int:
         """An upper bound on the active features of one perspective (for padded storage)."""
-        bound = {"ALL": 32, "KA": 32, "H": 32, "V": 32, "D1": 32, "D2": 32, "PH": 31, "PV": 31}
+        bound = {
+            "ALL": 32,
+            "KA": 32,
+            "KA9": 32,
+            "H": 32,
+            "V": 32,
+            "D1": 32,
+            "D2": 32,
+            "PH": 31,
+            "PV": 31,
+        }
         bound |= {"MB": 768, "MC": 12}
         return sum(bound[b] for b in self.blocks)
 
@@ -243,11 +294,11 @@ def block_features(board: chess.Board, perspective: chess.Color, block: str) -> 
     grid = _grid(board, perspective)
     if block in _AXIS_LINES:
         active = _axis_block(grid, _AXIS_LINES[block])
-    elif block == "KA":
+    elif block in KING_BUCKET_LAYOUTS:
         files, ranks = np.nonzero(grid == (chess.KING - 1) * 2)  # our king: role 5, c 0
         if len(files) != 1:
-            raise LatentChessError(f"KA needs one king per side: {board.fen()!r}")
-        offset = king_bucket(int(files[0]), int(ranks[0])) * BLOCK_SIZES["ALL"]
+            raise LatentChessError(f"{block} needs one king per side: {board.fen()!r}")
+        offset = king_bucket(int(files[0]), int(ranks[0]), block) * BLOCK_SIZES["ALL"]
         active = {offset + index for index in _axis_block(grid, _AXIS_LINES["ALL"])}
     elif block == "PH":
         active = _pairs(grid.T)  # rows = ranks, left (file a) to right

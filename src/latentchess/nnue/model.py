@@ -13,7 +13,8 @@ accumulator is shared by all copies, so a bucketed network costs the search no m
 one. :func:`expand_output_buckets` turns a plain network into a bucketed one that computes the
 same function (every copy starts as the plain layers), the start of a fine-tune.
 :func:`expand_king_buckets` does the same for the input side: an ALL network becomes a KA network
-(:mod:`latentchess.nnue.features`, king buckets) whose every king bucket starts as ALL's weights.
+(:mod:`latentchess.nnue.features`, king buckets) whose every king bucket starts as ALL's weights,
+and a KA network a KA9 network whose every bucket starts as the KA bucket it lies in.
 
 With ``psqt=True`` (not in the thesis; Stockfish's feature transformer has the same term) a linear
 piece-square sum per perspective, ``psqt(stm) - psqt(other)`` halved, is added to the output before
@@ -42,7 +43,12 @@ import torch
 from torch import Tensor, nn
 
 from latentchess.errors import LatentChessError
-from latentchess.nnue.features import BLOCK_SIZES, FeatureSet, parse_feature_set
+from latentchess.nnue.features import (
+    BLOCK_SIZES,
+    KING_BUCKET_LAYOUTS,
+    FeatureSet,
+    parse_feature_set,
+)
 
 __all__ = [
     "OUTPUT_SCALE",
@@ -68,9 +74,12 @@ L2_CLIP = 127.0 / L2_SCALE
 MAX_PIECES = 32
 
 
+PIECE_BLOCKS = ("ALL", *KING_BUCKET_LAYOUTS)  # the blocks with one feature per piece
+
+
 def _piece_block(features: FeatureSet) -> tuple[int, int] | None:
-    """(offset, size) of the block with one feature per piece (ALL or KA), or ``None``."""
-    for block in ("ALL", "KA"):
+    """(offset, size) of the block with one feature per piece (ALL or a king block), or ``None``."""
+    for block in PIECE_BLOCKS:
         if block in features.blocks:
             return features.offsets[features.blocks.index(block)], BLOCK_SIZES[block]
     return None
@@ -109,8 +118,8 @@ class NnueConfig:
             )
         if self.output_buckets > 1 and _piece_block(features) is None:
             raise LatentChessError(
-                "output buckets count the pieces from the ALL or KA block; "
-                f"{self.feature_set!r} has neither"
+                f"output buckets count the pieces from one of the blocks {PIECE_BLOCKS}; "
+                f"{self.feature_set!r} has none"
             )
 
     @property
@@ -158,7 +167,7 @@ class Nnue(nn.Module):
         return self.ft(features.long()) + self.ft_bias
 
     def buckets(self, white: Tensor) -> Tensor:
-        """(B,) output bucket of each position, from its pieces (the ALL or KA block's features)."""
+        """(B,) output bucket of each position, from its pieces (its ALL or king block)."""
         count = self.cfg.output_buckets
         if count == 1:
             return torch.zeros(white.shape[0], dtype=torch.long, device=white.device)
@@ -219,12 +228,12 @@ the loss stalled at 0.00137 (the material-only plateau); at half it learnt like 
 
 
 def material_init(features: FeatureSet) -> npt.NDArray[np.float32]:
-    """(N + 1,) psqt start weights: +value for our pieces, -value for theirs (ALL or KA block)."""
+    """(N + 1,) psqt start weights: +value for our pieces, -value for theirs (piece block)."""
     weights = np.zeros(features.size + 1, dtype=np.float32)
     block = _piece_block(features)
     if block is not None:
         offset, size = block
-        index = np.arange(size) % BLOCK_ALL_SIZE  # KA: every king bucket as ALL
+        index = np.arange(size) % BLOCK_ALL_SIZE  # king blocks: every bucket as ALL
         role, theirs = (index % 12) // 2, index % 2  # ALL: (file*8 + rank)*12 + role*2 + c
         values = np.asarray(MATERIAL_CP, dtype=np.float32)[role] * PSQT_INIT_FRACTION / OUTPUT_SCALE
         weights[offset : offset + size] = np.where(theirs == 1, -values, values)
@@ -251,25 +260,51 @@ def expand_output_buckets(plain: Nnue, buckets: int) -> Nnue:
     return net
 
 
+def _king_parents(old_block: str, new_block: str) -> list[int]:
+    """Each of ``new_block``'s king buckets -> the bucket of ``old_block`` that holds it.
+
+    ALL counts as one bucket holding every square. Raises :class:`LatentChessError` when a new
+    bucket straddles two old ones (the layout is not a refinement: no exact start exists).
+    """
+    new_layout = KING_BUCKET_LAYOUTS[new_block]
+    old_layout = KING_BUCKET_LAYOUTS.get(old_block, ((0,) * 8,) * 8)  # ALL: one bucket
+    parents: dict[int, set[int]] = {}
+    for file in range(8):
+        for rank in range(8):
+            parents.setdefault(new_layout[file][rank], set()).add(old_layout[file][rank])
+    if any(len(p) != 1 for p in parents.values()):
+        raise LatentChessError(
+            f"{new_block}'s king buckets do not each lie inside one of {old_block}'s"
+        )
+    return [next(iter(parents[bucket])) for bucket in range(len(parents))]
+
+
 @torch.no_grad()
-def expand_king_buckets(plain: Nnue) -> Nnue:
-    """``plain`` with ALL replaced by KA, every king bucket a copy of ALL: the same function.
+def expand_king_buckets(plain: Nnue, block: str = "KA") -> Nnue:
+    """``plain`` with its piece block (ALL or coarser king buckets) replaced by ``block``: the
+    same function, every new king bucket a copy of the old bucket it lies in.
 
     The start of a king-bucketed fine-tune: a position's features pick one bucket per
     perspective, so the network begins as exactly ``plain`` and the training lets each king
     region's piece-square weights drift on their own.
     """
     old = plain.cfg.features
-    if "ALL" not in old.blocks:
-        raise LatentChessError(f"expand_king_buckets needs an ALL block, not {plain.cfg}")
-    blocks = tuple("KA" if b == "ALL" else b for b in old.blocks)
+    pieces = [b for b in old.blocks if b in PIECE_BLOCKS]
+    if block not in KING_BUCKET_LAYOUTS or not pieces or pieces[0] == block:
+        raise LatentChessError(
+            f"expand_king_buckets turns ALL or a coarser king block into one of "
+            f"{sorted(KING_BUCKET_LAYOUTS)}, not {plain.cfg.feature_set!r} into {block!r}"
+        )
+    parents = _king_parents(pieces[0], block)
+    blocks = tuple(block if b == pieces[0] else b for b in old.blocks)
     cfg = NnueConfig(**{**plain.cfg.to_dict(), "feature_set": "+".join(blocks)})
     new = cfg.features
     source = []  # new feature index -> old feature index
-    for block, old_offset in zip(old.blocks, old.offsets, strict=True):
-        local = np.arange(BLOCK_SIZES[block])
-        if block == "ALL":
-            local = np.tile(local, BLOCK_SIZES["KA"] // BLOCK_ALL_SIZE)
+    for name, old_offset in zip(old.blocks, old.offsets, strict=True):
+        local = np.arange(BLOCK_SIZES[name])
+        if name == pieces[0]:
+            piece = np.arange(BLOCK_ALL_SIZE)
+            local = np.concatenate([parent * BLOCK_ALL_SIZE + piece for parent in parents])
         source.append(local + old_offset)
     index = torch.from_numpy(np.concatenate([*source, [old.size]]))  # the padding row last
     assert len(index) == new.size + 1
@@ -288,9 +323,10 @@ def expand_network(start: Nnue, cfg: NnueConfig) -> Nnue:
     Raises :class:`LatentChessError` when ``cfg`` differs from ``start`` in anything else.
     """
     net = start
-    grows_kings = "KA" in cfg.features.blocks and "ALL" in net.cfg.features.blocks
-    if net.cfg.feature_set != cfg.feature_set and grows_kings:
-        net = expand_king_buckets(net)
+    kings = [b for b in cfg.features.blocks if b in KING_BUCKET_LAYOUTS]
+    pieces = [b for b in net.cfg.features.blocks if b in PIECE_BLOCKS]
+    if kings and pieces and pieces[0] != kings[0]:
+        net = expand_king_buckets(net, kings[0])
     if net.cfg.output_buckets == 1 and cfg.output_buckets > 1:
         net = expand_output_buckets(net, cfg.output_buckets)
     if net.cfg != cfg:
@@ -332,7 +368,7 @@ def quantised_forward(
     """Integer reference inference (what the core computes), centipawns per position.
 
     ``feature_set`` (the network's) is needed only by a bucketed network: the output bucket
-    counts the pieces among the features of its ALL or KA block.
+    counts the pieces among the features of its ALL or king-bucketed block.
     """
     block = _piece_block(parse_feature_set(feature_set))
     start, size = block if block is not None else (0, BLOCK_ALL_SIZE)

@@ -177,10 +177,10 @@ void NnueNetwork::validate() const {
     const auto has = [&](FeatureBlock block) {
         return std::find(features.blocks.begin(), features.blocks.end(), block) != features.blocks.end();
     };
-    const bool counts_pieces = has(FeatureBlock::All) || has(FeatureBlock::KA);
+    const bool counts_pieces = has(FeatureBlock::All) || has(FeatureBlock::KA) || has(FeatureBlock::KA9);
     if (output_buckets < 1 || output_buckets > 32 || (output_buckets > 1 && !counts_pieces)) {
         throw std::invalid_argument("NNUE network '" + source + "': " + std::to_string(output_buckets) +
-                                    " output buckets (1..32, more than one needs the ALL or KA block)");
+                                    " output buckets (1..32, more than one needs the ALL, KA or KA9 block)");
     }
     if (l1 <= 0 || l2 <= 0 || l1 > kNnueMaxL1 || ft_weight.size() != n * w1 || ft_bias.size() != w1 ||
         l2_weight.size() != buckets * w2 * 2 * w1 || l2_bias.size() != buckets * w2 ||
@@ -222,7 +222,7 @@ int nnue_evaluate(const NnueNetwork& network, const Position& position) {
 namespace {
 
 bool is_local(FeatureBlock block) {
-    return block == FeatureBlock::All || block == FeatureBlock::KA || block == FeatureBlock::H ||
+    return block == FeatureBlock::All || king_bucket_layout(block) != nullptr || block == FeatureBlock::H ||
            block == FeatureBlock::V || block == FeatureBlock::D1 || block == FeatureBlock::D2;
 }
 
@@ -250,7 +250,10 @@ NnueEvaluator::NnueEvaluator(std::shared_ptr<const NnueNetwork> network)
     only_local_ = true;
     for (std::size_t b = 0; b < set.blocks.size(); ++b) {
         if (set.blocks[b] == FeatureBlock::All) all_offset_ = set.offsets[b];
-        else if (set.blocks[b] == FeatureBlock::KA) king_offset_ = set.offsets[b];
+        else if (const KingBucketLayout* layout = king_bucket_layout(set.blocks[b])) {
+            king_offset_ = set.offsets[b];
+            king_layout_ = layout;
+        }
         else if (is_local(set.blocks[b])) shared_blocks_.push_back(b);
         if (!is_local(set.blocks[b])) only_local_ = false;
     }
@@ -333,10 +336,10 @@ void NnueEvaluator::reset(const Position& position) {
         std::copy(network_->ft_bias.begin(), network_->ft_bias.end(), stack_.data() + perspective * l1);
         psqt_stack_[perspective] = 0;
     }
-    int king_buckets[2] = {0, 0};  // read only by KA
+    int king_buckets[2] = {0, 0};  // read only by a king block
     if (king_offset_ >= 0) {
-        king_buckets[White] = king_bucket(White, position.king_square(White));
-        king_buckets[Black] = king_bucket(Black, position.king_square(Black));
+        king_buckets[White] = king_bucket(*king_layout_, White, position.king_square(White));
+        king_buckets[Black] = king_bucket(*king_layout_, Black, position.king_square(Black));
     }
     Bitboard occupied = position.occupied();
     while (occupied) {
@@ -389,14 +392,16 @@ void NnueEvaluator::on_do_move(const Position& before, Move move) {
         moves[move_count++] = {us, moved, from, -1};
         moves[move_count++] = {us, placed, to, +1};
     }
-    // KA: a king that changes bucket changes every feature of its own perspective, which is then
+    // KA, KA9: a king that changes bucket changes every feature of its own perspective, which is
     // refreshed from the pieces after the move; the other perspective is updated as usual.
-    int king_buckets[2] = {0, 0};  // read only by KA
+    int king_buckets[2] = {0, 0};  // read only by a king block
     bool refresh[2] = {false, false};
     if (king_offset_ >= 0) {
-        king_buckets[White] = king_bucket(White, before.king_square(White));
-        king_buckets[Black] = king_bucket(Black, before.king_square(Black));
-        if (king_to != NoSquare) refresh[us] = king_bucket(us, king_to) != king_buckets[us];
+        king_buckets[White] = king_bucket(*king_layout_, White, before.king_square(White));
+        king_buckets[Black] = king_bucket(*king_layout_, Black, before.king_square(Black));
+        if (king_to != NoSquare) {
+            refresh[us] = king_bucket(*king_layout_, us, king_to) != king_buckets[us];
+        }
     }
     if (all_offset_ >= 0 || king_offset_ >= 0 || !shared_blocks_.empty()) {
         for (int i = 0; i < move_count; ++i)
@@ -427,7 +432,8 @@ void NnueEvaluator::on_do_move(const Position& before, Move move) {
     }
     for (const Color perspective : {White, Black}) {
         if (!refresh[perspective]) continue;
-        refresh_perspective(before, moves, move_count, perspective, king_bucket(us, king_to));
+        refresh_perspective(before, moves, move_count, perspective,
+                            king_bucket(*king_layout_, us, king_to));
     }
 }
 

@@ -22,8 +22,8 @@
 //    share a feature between pieces (two pawns on one rank), so a per-feature piece count rides
 //    along and a column is added when its count leaves 0 and removed when it returns to 0. The
 //    non-local blocks (PH, PV, MB, MC) are summed at evaluation (refresh).
-//    KA (ALL in king buckets) is local too, except that a king move into another bucket changes
-//    every feature of its own perspective: that perspective is then computed from scratch.
+//    KA and KA9 (ALL in king buckets) are local too, except that a king move into another
+//    bucket changes every feature of its own perspective: that perspective is then computed from scratch.
 //    After any sequence of do/undo, the stack top equals refresh(position) (tested).
 #pragma once
 
@@ -115,7 +115,7 @@ class NnueEvaluator final : public Evaluator {
     // One piece (colour, type) appearing (+1) or leaving (-1) a square: every local block's
     // feature in both perspectives. Updates the psqt pair and the counts at ply_; the columns
     // are added to the accumulators at ply_ now (changes == nullptr) or recorded in changes.
-    // KA's features use king_buckets (per perspective); a perspective with skip_perspective set
+    // The king block's features use king_buckets (per perspective); a perspective with skip_perspective set
     // is left alone.
     void apply_piece(Color color, PieceType type, Square square, int delta,
                      const int king_buckets[2], ColumnChanges* changes = nullptr,
@@ -127,8 +127,8 @@ class NnueEvaluator final : public Evaluator {
         Square square;
         int delta;
     };
-    // KA, after a move whose king changed bucket: perspective's accumulator, psqt sum and piece
-    // counts at ply_ from scratch, from the pieces of `before` with the move's changes applied.
+    // KA, KA9: after a move whose king changed bucket: perspective's accumulator, psqt sum and
+    // piece counts at ply_ from scratch, from the pieces of `before` with the move's changes applied.
     void refresh_perspective(const Position& before, const PieceChange* moves, int change_count,
                              Color perspective, int bucket);
     void grow_stacks();
@@ -145,7 +145,8 @@ class NnueEvaluator final : public Evaluator {
     // by clones; empty where the CPU or L2 has no fast path.
     std::shared_ptr<const std::vector<std::int8_t>> dense_columns_;
     int all_offset_ = -1;  // offset of the ALL block, -1 when the set has none
-    int king_offset_ = -1;  // offset of the KA block, -1 when the set has none
+    int king_offset_ = -1;  // offset of the king block (KA, KA9), -1 when the set has none
+    const KingBucketLayout* king_layout_ = nullptr;  // that block's layout
     std::vector<std::size_t> shared_blocks_;  // indices of H, V, D1, D2 in the set (counted)
     bool only_local_ = false;  // no block is summed at evaluation
     std::vector<std::uint8_t> count_stack_;  // per ply: 2 * N piece counts (when shared_blocks_)

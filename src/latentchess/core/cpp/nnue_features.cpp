@@ -17,7 +17,7 @@ struct BlockName {
     int size;
 };
 
-constexpr std::array<BlockName, 10> kBlocks = {{
+constexpr std::array<BlockName, 11> kBlocks = {{
     {"ALL", FeatureBlock::All, 768},
     {"H", FeatureBlock::H, 96},
     {"V", FeatureBlock::V, 96},
@@ -27,7 +27,8 @@ constexpr std::array<BlockName, 10> kBlocks = {{
     {"PV", FeatureBlock::PV, 1152},
     {"MB", FeatureBlock::MB, 768},
     {"MC", FeatureBlock::MC, 206},
-    {"KA", FeatureBlock::KA, kKingBuckets * 768},
+    {"KA", FeatureBlock::KA, kKingBucketsKA.buckets * 768},
+    {"KA9", FeatureBlock::KA9, kKingBucketsKA9.buckets * 768},
 }};
 
 // MC's first index of each role: 2 * the sum of (cap + 1) over the roles before it.
@@ -192,8 +193,8 @@ void block_features(const Position& position, Color perspective, FeatureBlock bl
         std::sort(out.begin(), out.end());
         return;
     }
-    if (block == FeatureBlock::KA) {
-        const int bucket = king_bucket(perspective, position.king_square(perspective));
+    if (const KingBucketLayout* layout = king_bucket_layout(block)) {
+        const int bucket = king_bucket(*layout, perspective, position.king_square(perspective));
         Bitboard occupied = position.occupied();
         while (occupied) {
             const Square square = pop_lsb(occupied);

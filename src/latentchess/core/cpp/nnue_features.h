@@ -5,13 +5,14 @@
 //  * Each perspective sees the board flipped vertically for Black, colours swapped: c = 0 "ours".
 //    role = piece type - 1 (P N B R Q K = 0..5); file, rank in the perspective's board.
 //  * Every block of the reference is here: ALL, H, V, D1, D2, PH, PV, the mobility blocks MB
-//    and MC, and KA (ALL in king buckets). Mobility is a colour's legal destinations as if it were to move (its own king left
+//    and MC, and KA and KA9 (ALL in king buckets). Mobility is a colour's legal destinations as if it were to move (its own king left
 //    safe; a pawn's single push and captures, en passant only for the side to move; castling as
 //    the king's move to its target square, g or c file, in Chess960 too), computed from bitboards without making moves.
 //  * active_features returns each active feature once, sorted ascending.
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,11 +22,38 @@
 
 namespace latentchess::core {
 
-enum class FeatureBlock : int { All, H, V, D1, D2, PH, PV, MB, MC, KA };
+enum class FeatureBlock : int { All, H, V, D1, D2, PH, PV, MB, MC, KA, KA9 };
 
-// KA (ALL in king buckets, not in the thesis): kKingBuckets copies of ALL, the copy picked by the
-// perspective's own king (king_bucket, on the perspective's board), as latentchess.nnue.features.
-inline constexpr int kKingBuckets = 4;
+// The king-bucketed blocks (not in the thesis): copies of ALL, the copy picked by the
+// perspective's own king on the perspective's board. A layout is drawn as a board is printed,
+// rank 8 first, file a first, as latentchess.nnue.features.KING_BUCKET_LAYOUTS.
+struct KingBucketLayout {
+    int buckets;
+    std::array<std::array<std::int8_t, 8>, 8> rows;  // rows[7 - rank][file]
+};
+inline constexpr KingBucketLayout kKingBucketsKA = {4, {{{2, 2, 2, 2, 3, 3, 3, 3},
+                                                         {2, 2, 2, 2, 3, 3, 3, 3},
+                                                         {2, 2, 2, 2, 3, 3, 3, 3},
+                                                         {2, 2, 2, 2, 3, 3, 3, 3},
+                                                         {2, 2, 2, 2, 3, 3, 3, 3},
+                                                         {2, 2, 2, 2, 3, 3, 3, 3},
+                                                         {2, 2, 2, 2, 3, 3, 3, 3},
+                                                         {0, 0, 0, 0, 1, 1, 1, 1}}}};
+inline constexpr KingBucketLayout kKingBucketsKA9 = {9, {{{7, 7, 7, 7, 8, 8, 8, 8},
+                                                          {7, 7, 7, 7, 8, 8, 8, 8},
+                                                          {7, 7, 7, 7, 8, 8, 8, 8},
+                                                          {7, 7, 7, 7, 8, 8, 8, 8},
+                                                          {5, 5, 5, 5, 6, 6, 6, 6},
+                                                          {5, 5, 5, 5, 6, 6, 6, 6},
+                                                          {3, 3, 3, 3, 4, 4, 4, 4},
+                                                          {0, 0, 0, 0, 1, 2, 2, 2}}}};
+
+// The layout of a king-bucketed block; nullptr for any other block.
+inline const KingBucketLayout* king_bucket_layout(FeatureBlock block) {
+    if (block == FeatureBlock::KA) return &kKingBucketsKA;
+    if (block == FeatureBlock::KA9) return &kKingBucketsKA9;
+    return nullptr;
+}
 
 // MC's count caps per role (P N B R Q K), as the thesis's table.
 inline constexpr int kMobilityCaps[6] = {8, 15, 16, 25, 25, 8};
@@ -51,13 +79,13 @@ inline int all_feature(Color perspective, Color color, PieceType type, Square sq
     return (file * 8 + rank) * 12 + (type - 1) * 2 + (color == perspective ? 0 : 1);
 }
 
-// KA's copy for the perspective's own king on king_square: (file >= 4) + 2 * (rank >= 1).
-inline int king_bucket(Color perspective, Square king_square) {
+// The layout's bucket for the perspective's own king on king_square.
+inline int king_bucket(const KingBucketLayout& layout, Color perspective, Square king_square) {
     const int rank = perspective == White ? rank_of(king_square) : 7 - rank_of(king_square);
-    return (file_of(king_square) >= 4 ? 1 : 0) + (rank >= 1 ? 2 : 0);
+    return layout.rows[7 - rank][file_of(king_square)];
 }
 
-// KA's index of a piece for the perspective whose king is in `bucket` (no offset).
+// A king block's index of a piece for the perspective whose king is in `bucket` (no offset).
 inline int king_bucket_feature(Color perspective, int bucket, Color color, PieceType type,
                                Square square) {
     return bucket * 768 + all_feature(perspective, color, type, square);
