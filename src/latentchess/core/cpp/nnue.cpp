@@ -174,13 +174,13 @@ void NnueNetwork::validate() const {
     const auto n = static_cast<std::size_t>(features.size);
     const auto w1 = static_cast<std::size_t>(l1), w2 = static_cast<std::size_t>(l2);
     const auto buckets = static_cast<std::size_t>(output_buckets);
-    const auto has = [&](FeatureBlock block) {
-        return std::find(features.blocks.begin(), features.blocks.end(), block) != features.blocks.end();
-    };
-    const bool counts_pieces = has(FeatureBlock::All) || has(FeatureBlock::KA) || has(FeatureBlock::KA9);
+    // Output buckets count the pieces of a block with one feature per piece: ALL or a king block.
+    const bool counts_pieces = std::any_of(features.blocks.begin(), features.blocks.end(), [](FeatureBlock block) {
+        return block == FeatureBlock::All || king_bucket_layout(block) != nullptr;
+    });
     if (output_buckets < 1 || output_buckets > 32 || (output_buckets > 1 && !counts_pieces)) {
         throw std::invalid_argument("NNUE network '" + source + "': " + std::to_string(output_buckets) +
-                                    " output buckets (1..32, more than one needs the ALL, KA or KA9 block)");
+                                    " output buckets (1..32, more than one needs the ALL block or a king block)");
     }
     if (l1 <= 0 || l2 <= 0 || l1 > kNnueMaxL1 || ft_weight.size() != n * w1 || ft_bias.size() != w1 ||
         l2_weight.size() != buckets * w2 * 2 * w1 || l2_bias.size() != buckets * w2 ||
