@@ -67,13 +67,12 @@ def main() -> int:
             subprocess.run(command, check=True, capture_output=True, env=os.environ.copy())
             wall = time.perf_counter() - began
             played = json.loads(report.read_text(encoding="utf-8"))
-            plies = sum(game["plies"] for game in played["games"])
             runs[name].append(
                 {
                     "wall_s": round(wall, 2),
                     "match_s": played["wall_seconds"],
-                    "games": len(played["games"]),
-                    "plies": plies,
+                    "games": played["game_count"],
+                    "plies": played["plies"],
                     "uptime": _uptime(),
                 }
             )

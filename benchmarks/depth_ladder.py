@@ -39,6 +39,7 @@ from latentchess.evaluation.limits import parse_limit
 from latentchess.evaluation.openings import load_openings
 from latentchess.plots.elo import DepthElo, plot_depth_elo
 from latentchess.provenance import git_commit
+from latentchess.textfiles import find_text, open_text
 
 
 def main() -> int:
@@ -73,7 +74,7 @@ def main() -> int:
     args = p.parse_args()
 
     args.out.mkdir(parents=True, exist_ok=True)
-    pgn = args.out / "games.pgn"
+    pgn = find_text(args.out / "games.pgn")  # or games.pgn.xz, ... once stored compressed
     levels = [int(x) for x in args.elo_levels.split(",")]
     rungs = [*LOWER_RUNGS, *(Rung(spec=f"stockfish:elo={e}", elo=float(e)) for e in levels)]
     stockfish = str(find_executable("stockfish"))
@@ -175,7 +176,7 @@ def main() -> int:
 def engine_move_seconds(pgn: Path) -> dict[str, list[float]]:
     """Every player's thinking time per move (the ``[%emt]`` comments), over all games."""
     times: dict[str, list[float]] = {}
-    with pgn.open(encoding="utf-8") as handle:
+    with open_text(pgn) as handle:
         while (game := chess.pgn.read_game(handle)) is not None:
             players = (game.headers["White"], game.headers["Black"])
             for node in game.mainline():

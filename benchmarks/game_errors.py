@@ -44,6 +44,8 @@ import chess
 import chess.engine
 import chess.pgn
 
+from latentchess.textfiles import open_text, strip_compression
+
 MISTAKE = 0.10
 BLUNDER = 0.20
 ENDGAME_PIECE_VALUE = 8
@@ -102,7 +104,7 @@ def player_games(path: Path, player: str) -> Iterator[tuple[int, chess.pgn.Game,
     """``(number, game, player is White)`` for each game of ``path``; a game python-chess could
     not read, or in which not exactly one side's name contains ``player``, raises ValueError
     naming the file and the game."""
-    with path.open(encoding="utf-8") as handle:
+    with open_text(path) as handle:
         index = 0
         while (game := chess.pgn.read_game(handle)) is not None:
             index += 1
@@ -121,7 +123,7 @@ def player_games(path: Path, player: str) -> Iterator[tuple[int, chess.pgn.Game,
 def read_games(paths: list[Path], player: str, decisive_only: bool) -> Iterator[GameTask]:
     """The games of ``paths`` in which exactly one side's name contains ``player``."""
     for path in paths:
-        label = f"{path.parent.name}/{path.name}"
+        label = f"{path.parent.name}/{strip_compression(path)}"  # the same once compressed
         for _, game, white in player_games(path, player):
             headers = game.headers
             if decisive_only and headers["Result"] not in ("1-0", "0-1"):

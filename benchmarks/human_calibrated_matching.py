@@ -39,6 +39,7 @@ import numpy as np
 from latentchess.engines.human import HumanConfig, HumanPlay
 from latentchess.evaluation.human import training_players
 from latentchess.provenance import git_commit
+from latentchess.textfiles import open_text
 
 ROOT = Path(__file__).parents[1]
 GAMES = ROOT.parent / "shared/testsuites/lichess_2021-10_sample.pgn"
@@ -64,7 +65,7 @@ def read_positions(path: Path, train: Path) -> list[Position]:
     """Every position of ``path`` the protocol keeps, from games with no training player."""
     seen = training_players([train])
     positions: list[Position] = []
-    with open(path, encoding="utf-8") as handle:
+    with open_text(path) as handle:
         index = 0
         while (game := chess.pgn.read_game(handle)) is not None:
             index += 1

@@ -34,6 +34,7 @@ from scipy import optimize
 
 from latentchess.evaluation.elo import EloFit, GameOutcome, Rating, fit_bayeselo, read_pgn_outcomes
 from latentchess.provenance import git_commit
+from latentchess.textfiles import glob_text
 
 RESULTS = Path(__file__).parent / "results/human_play"
 TABLE = Path(__file__).parents[1] / "src/latentchess/weights/chessformer-human/calibration.json"
@@ -63,7 +64,7 @@ def fit_games(root: Path = RESULTS) -> tuple[EloFit, dict[int, dict[str, object]
             tables[int(match[1])] = json.loads((folder / "table.json").read_text("utf-8"))
             folders.append(folder)
     for folder in folders:
-        outcomes, _ = read_pgn_outcomes(sorted(folder.glob("*.pgn")))
+        outcomes, _ = read_pgn_outcomes(glob_text(folder, "*.pgn"))
         match = ROUND.match(folder.name)
         if match is not None:  # the calibrated engine of each round is its own player
 

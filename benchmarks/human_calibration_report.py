@@ -18,6 +18,7 @@ from pathlib import Path
 
 from latentchess.evaluation.elo import fit_bayeselo, read_pgn_outcomes
 from latentchess.provenance import git_commit
+from latentchess.textfiles import glob_text
 
 ANCHOR = re.compile(r"^stockfish:elo=(\d+)$")
 
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(__file__).parent / "results/human_play/calibration",
     )
     args = parser.parse_args(argv)
-    pgns = sorted(args.root.glob("*.pgn"))
+    pgns = glob_text(args.root, "*.pgn")
     games, skipped = read_pgn_outcomes(pgns)
     names = {g.white for g in games} | {g.black for g in games}
     anchors = {n: float(m[1]) for n in names if (m := ANCHOR.match(n))}

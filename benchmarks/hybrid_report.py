@@ -18,6 +18,7 @@ from pathlib import Path
 
 from latentchess.evaluation.elo import fit_bayeselo, read_pgn_outcomes
 from latentchess.provenance import git_commit
+from latentchess.textfiles import glob_text
 
 ANCHOR = re.compile(r"stockfish:elo=(\d+)")
 """Stockfish rungs (``UCI_Elo``) that played are anchored at their rating."""
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     for folder in sorted(args.root.iterdir(), key=lambda p: p.name):
         if not re.fullmatch(r"\d+(\.\d+)?(ms|s)", folder.name):
             continue  # earlier designs' games (v1-..., v2-...) are kept apart
-        pgns = sorted(folder.glob("*.pgn")) if folder.is_dir() else []
+        pgns = glob_text(folder, "*.pgn") if folder.is_dir() else []
         if not pgns:
             continue
         outcomes, _ = read_pgn_outcomes(pgns)

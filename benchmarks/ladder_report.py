@@ -20,6 +20,7 @@ from pathlib import Path
 import chess.pgn
 
 from latentchess.evaluation.elo import score_elo
+from latentchess.textfiles import glob_text, open_text
 
 EMT = re.compile(r"\[%emt (\d+):(\d+):([\d.]+)\]")
 CLK = re.compile(r"\[%clk (\d+):(\d+):([\d.]+)\]")
@@ -36,7 +37,7 @@ def rung(path: Path, engine: str) -> dict[str, object]:
     lowest = float("inf")
     terminations: Counter[str] = Counter()
     opponent = "?"
-    with path.open(encoding="utf-8") as handle:
+    with open_text(path) as handle:
         while (game := chess.pgn.read_game(handle)) is not None:
             white = game.headers["White"] == engine
             opponent = game.headers["Black" if white else "White"]
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("root", type=Path)
     parser.add_argument("--engine", default="ab")
     args = parser.parse_args(argv)
-    rows = [rung(p, args.engine) for p in sorted(args.root.glob("*.pgn"))]
+    rows = [rung(p, args.engine) for p in glob_text(args.root, "*.pgn")]
     lines = [
         f"| opponent | games | `{args.engine}` +win =draw -loss | Elo difference [95%] | "
         f"median time per move, `{args.engine}` / opponent | lowest clock after a move | "

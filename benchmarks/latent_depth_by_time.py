@@ -28,6 +28,7 @@ import chess.pgn
 from latentchess.engines.latent import LatentEngine
 from latentchess.models.paths import SHIPPED_WEIGHTS
 from latentchess.provenance import git_commit
+from latentchess.textfiles import find_text, open_text
 
 ROOT = Path(__file__).parents[1]
 PGN = ROOT / "benchmarks/results/latent_tc/sparse-64-w8/vs_sf1350.pgn"
@@ -41,7 +42,7 @@ SETTINGS = (  # label, shipped model, engine options (none: what the model decla
 def positions(pgn: Path, plies: range) -> list[chess.Board]:
     """The boards at ``plies`` of every game in ``pgn`` (with their move stacks)."""
     boards = []
-    with open(pgn, encoding="utf-8") as handle:
+    with open_text(find_text(pgn)) as handle:  # .pgn, or .pgn.xz once stored compressed
         while (game := chess.pgn.read_game(handle)) is not None:
             board = game.board()
             for ply, move in enumerate(game.mainline_moves(), start=1):

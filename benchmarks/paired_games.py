@@ -36,6 +36,7 @@ from pathlib import Path
 
 from game_errors import player_games  # this folder: run as a script from anywhere
 from latentchess.evaluation.elo import elo_of_score
+from latentchess.textfiles import strip_compression
 
 Z95 = 1.959964
 
@@ -145,7 +146,7 @@ def compare(
 
 
 def _label(path: Path) -> str:
-    return f"{path.parent.name}/{path.name}"
+    return f"{path.parent.name}/{strip_compression(path)}"
 
 
 def main() -> int:

@@ -32,12 +32,13 @@ import chess.pgn
 
 from game_errors import white_expectation  # this folder: run as a script from anywhere
 from latentchess.engines.registry import create_engine
+from latentchess.textfiles import find_text, open_text
 
 AVOIDED = 0.10
 
 
 def _position(pgn: Path, round_: int, ply: int) -> chess.Board:
-    with pgn.open(encoding="utf-8") as handle:
+    with open_text(find_text(pgn)) as handle:  # games.pgn or games.pgn.xz
         while (game := chess.pgn.read_game(handle)) is not None:
             if int(game.headers["Round"]) != round_:
                 continue

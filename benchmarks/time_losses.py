@@ -41,6 +41,8 @@ import chess
 import chess.engine
 import chess.pgn
 
+from latentchess.textfiles import open_text
+
 
 @dataclass(frozen=True, kw_only=True)
 class MoveTime:
@@ -83,7 +85,7 @@ def read_moves(path: Path, move_overhead_ms: int) -> tuple[list[MoveTime], list[
 
     moves: list[MoveTime] = []
     games: list[chess.pgn.Game] = []
-    with path.open(encoding="utf-8") as handle:
+    with open_text(path) as handle:
         while (game := chess.pgn.read_game(handle)) is not None:
             games.append(game)
             base, increment = _time_control(game.headers["TimeControl"])

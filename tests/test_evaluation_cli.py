@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import chess.pgn
 import pytest
 
+import latentchess
 from evaluation_fixtures import require_stockfish
 from latentchess.cli import main
+from latentchess.errors import DataFormatError
+from latentchess.textfiles import open_text
 
+SRC = str(Path(latentchess.__file__).resolve().parents[1])
 OPENINGS = '[Opening "Italian"]\n[ECO "C50"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 *\n'
 
 
 def count_games(path) -> int:
-    with open(path, encoding="utf-8") as handle:
+    with open_text(path) as handle:
         return sum(1 for _ in iter(lambda: chess.pgn.read_headers(handle), None))
 
 
@@ -32,7 +42,9 @@ def test_match_then_elo(tmp_path, capsys) -> None:
     printed = capsys.readouterr().out
     assert "stockfish:skill=0 vs random:seed=1" in printed and "terminations:" in printed
     summary = json.loads(out.read_text(encoding="utf-8"))
-    assert sum(summary["score"].values()) == 2 and len(summary["games"]) == 2
+    assert sum(summary["score"].values()) == 2 and summary["game_count"] == 2
+    assert "games" not in summary  # the PGN holds them; the JSON counts them
+    assert sum(summary["terminations"].values()) == 2 and summary["plies"] > 0
     assert summary["limit2"] == "time=0.01"
     assert summary["command"].startswith("latentchess match stockfish:skill=0 random:seed=1")
     assert count_games(pgn) == 2
@@ -121,3 +133,83 @@ def test_errors_are_reported_clearly(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         main(["match", "--list-engines"])
     assert "stockfish" in capsys.readouterr().out
+
+
+def _cheap_match(openings, pgn, games: int, *extra: str) -> list[str]:
+    """Stockfish at 20 nodes against a random mover: a game takes milliseconds."""
+    return ["match", "stockfish:skill=0", "random:seed=1", "--games", str(games), "--limit",
+            "nodes=20", "--max-plies", "80", "--openings", str(openings), "--pgn", str(pgn),
+            "--no-progress", *extra]  # fmt: skip
+
+
+@pytest.mark.parametrize("suffix", [".pgn.gz", ".pgn.xz"])
+def test_match_writes_and_resumes_a_compressed_pgn(tmp_path, capsys, suffix) -> None:
+    require_stockfish()
+    openings = tmp_path / "openings.pgn.gz"  # openings may be compressed too
+    openings.write_bytes(gzip.compress(OPENINGS.encode()))
+    pgn, out = tmp_path / f"games{suffix}", tmp_path / "match.json"
+    assert main(_cheap_match(openings, pgn, 2, "--json", str(out))) == 0
+    magic = {".pgn.gz": b"\x1f\x8b", ".pgn.xz": b"\xfd7zXZ\x00"}[suffix]
+    assert pgn.read_bytes().startswith(magic) and count_games(pgn) == 2
+    first = pgn.read_bytes()
+    assert main(_cheap_match(openings, pgn, 3, "--json", str(out))) == 0  # resume: round 3 only
+    assert pgn.read_bytes().startswith(first) and count_games(pgn) == 3
+    summary = json.loads(out.read_text(encoding="utf-8"))
+    assert summary["resumed_games"] == 2 and summary["game_count"] == 3
+    assert main(_cheap_match(openings, pgn, 3)) == 0  # all played: the file is left alone
+    assert count_games(pgn) == 3
+    with open_text(pgn) as handle:
+        rounds = [chess.pgn.read_game(handle).headers["Round"] for _ in range(3)]
+    assert rounds == ["1", "2", "3"]
+    capsys.readouterr()
+    assert main(["elo", str(pgn)]) == 0
+    assert "stockfish:skill=0" in capsys.readouterr().out
+    pgn.write_bytes(pgn.read_bytes()[:-9])  # a damaged file is refused, naming it
+    assert main(_cheap_match(openings, pgn, 4)) == 2
+    assert f"{pgn}: corrupt or truncated" in capsys.readouterr().err
+
+
+def test_match_json_lists_games_without_a_pgn(tmp_path) -> None:
+    require_stockfish()
+    openings, out = tmp_path / "openings.pgn", tmp_path / "match.json"
+    openings.write_text(OPENINGS, encoding="utf-8")
+    argv = _cheap_match(openings, "-", 2, "--json", str(out))
+    del argv[argv.index("--pgn") : argv.index("--pgn") + 2]
+    assert main(argv) == 0
+    summary = json.loads(out.read_text(encoding="utf-8"))
+    assert [g["round"] for g in summary["games"]] == [1, 2] and summary["pgn"] is None
+    assert sum(g["plies"] for g in summary["games"]) == summary["plies"]
+
+
+def test_a_killed_match_leaves_a_readable_compressed_pgn(tmp_path) -> None:
+    """Each game is one whole xz stream: after SIGKILL every finished game reads back, and a
+    rerun completes the match."""
+    require_stockfish()
+    openings, pgn = tmp_path / "openings.pgn", tmp_path / "games.pgn.xz"
+    openings.write_text(OPENINGS, encoding="utf-8")
+    argv = _cheap_match(openings, pgn, 40)
+    argv[argv.index("nodes=20")] = "nodes=400"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
+    process = subprocess.Popen([sys.executable, "-m", "latentchess", *argv], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 120
+    try:
+        while _games_or_zero(pgn) < 2:
+            assert process.poll() is None and time.monotonic() < deadline, "no games written"
+            time.sleep(0.05)
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+    written = count_games(pgn)  # no DataFormatError: the file ends on a whole stream
+    assert 2 <= written < 40
+    shorter = _cheap_match(openings, pgn, written + 2)
+    shorter[shorter.index("nodes=20")] = "nodes=400"
+    assert main(shorter) == 0
+    assert count_games(pgn) == written + 2
+
+
+def _games_or_zero(path) -> int:
+    try:
+        return count_games(path) if path.exists() else 0
+    except DataFormatError:  # read while a game was being written: look again
+        return 0

@@ -359,7 +359,7 @@ def _move_cache(args: argparse.Namespace) -> int:
     import time
 
     from latentchess.data.moves import concatenate_moves, read_csv_moves_parallel
-    from latentchess.data.positions import open_text
+    from latentchess.textfiles import open_text
 
     started, parts = time.monotonic(), []
     for path in args.csvs:

@@ -219,7 +219,11 @@ def _register_match(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     _add_openings(p)
     p.add_argument("--workers", type=positive_int, help="concurrent games (default 2, 1 on 1 core)")
     add_cluster_argument(p)
-    p.add_argument("--pgn", type=Path, help="append games to this PGN (and resume from it)")
+    p.add_argument(
+        "--pgn",
+        type=Path,
+        help="append games to this PGN and resume from it (.pgn.gz, .pgn.xz: compressed)",
+    )
     p.add_argument("--event", default="latentchess match", help="PGN Event (identifies the match)")
     p.add_argument(
         "--time-margin", type=float, default=0.1, help="clock tolerance in seconds (default 0.1)"
@@ -241,7 +245,11 @@ def _register_match(subparsers: argparse._SubParsersAction) -> None:  # type: ig
         default="logistic",
         help="Elo of the bounds: logistic (default, OpenBench's) or normalized (fishtest's)",
     )
-    p.add_argument("--json", type=Path, help="write the result as JSON")
+    p.add_argument(
+        "--json",
+        type=Path,
+        help="write the result as JSON (every game's record too, unless --pgn holds the games)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_match)
 
@@ -328,6 +336,8 @@ def _match(args: argparse.Namespace) -> int:
     print("terminations: " + ", ".join(f"{k} {v}" for k, v in sorted(terminations.items())))
     elo = result.elo()
     status = result.sprt_status()
+    # With a PGN the games are there; the JSON keeps their counts, not a second copy of each.
+    games_list = [{k: v for k, v in g.__dict__.items() if k != "pgn"} for g in result.games]
     _write_json(
         args.json,
         {
@@ -341,7 +351,10 @@ def _match(args: argparse.Namespace) -> int:
             "max_games": games,
             "resumed_games": result.resumed,
             "wall_seconds": round(time.monotonic() - started, 1),
-            "games": [{k: v for k, v in g.__dict__.items() if k != "pgn"} for g in result.games],
+            "game_count": len(result.games),
+            "plies": sum(game.plies for game in result.games),
+            "terminations": dict(sorted(terminations.items())),
+            **({} if args.pgn else {"games": games_list}),
             "pgn": args.pgn,
             "models": models,
             "command": _command_line(args),
@@ -361,7 +374,7 @@ def _register_elo(subparsers: argparse._SubParsersAction) -> None:  # type: igno
         "the games of PGN files, with 95%% intervals. Anchor players at fixed ratings, or "
         "ratings average to --offset.",
     )
-    p.add_argument("pgn", type=Path, nargs="+", help="PGN files")
+    p.add_argument("pgn", type=Path, nargs="+", help="PGN files (plain, .gz, .xz or .zst)")
     p.add_argument(
         "--anchor", type=_anchor, action="append", default=[], help="NAME=ELO (repeatable)"
     )

@@ -22,12 +22,12 @@ from typing import Any
 
 import chess
 
-from latentchess.data.positions import open_text
 from latentchess.data.problems import ProblemLog
 from latentchess.data.resume import ResumableWriter
 from latentchess.data.stockfish import cp_win_probability
 from latentchess.encoding import tokenize
 from latentchess.errors import DataFormatError, InvalidFenError
+from latentchess.textfiles import open_text, strip_compression
 
 __all__ = ["CSV_COLUMNS", "CsvImportResult", "import_csv"]
 
@@ -144,7 +144,7 @@ def import_csv(
     """Import a labelled CSV into the dataset ``out`` (resumable; duplicates dropped).
 
     Args:
-        path: the CSV (``.gz`` / ``.zst`` / plain).
+        path: the CSV (``.gz`` / ``.xz`` / ``.zst`` / plain).
         out: dataset directory; shards are named ``csv_<file stem>-<k>.parquet``.
         strict: stop at the first malformed row instead of skipping it.
         shard_rows: rows per Parquet shard.
@@ -156,9 +156,7 @@ def import_csv(
     path = Path(path)
     if not path.is_file():
         raise DataFormatError("no such file", path=path)
-    stem = path.name
-    for suffix in (".gz", ".zst", ".csv"):
-        stem = stem.removesuffix(suffix)
+    stem = strip_compression(path.name).removesuffix(".csv")
     source = f"csv:{stem}"
     identity = {"command": "import-csv", "input": path.name, "input_bytes": path.stat().st_size}
     prefix = "csv_" + (re.sub(r"[^A-Za-z0-9_.]", "_", stem) or "input")

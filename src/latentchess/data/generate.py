@@ -163,7 +163,7 @@ class OpeningLines(Sequence[tuple[str, ...]]):
     """
 
     def __init__(self, path: Path) -> None:
-        from latentchess.data.positions import open_text
+        from latentchess.textfiles import open_text
 
         with open_text(path) as handle:
             text = handle.read()

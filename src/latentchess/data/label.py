@@ -34,6 +34,7 @@ from latentchess.data.problems import ProblemLog
 from latentchess.data.resume import ResumableWriter
 from latentchess.data.stockfish import Labeller, limit_to_dict, make_limit
 from latentchess.errors import DataFormatError
+from latentchess.textfiles import strip_compression
 
 __all__ = ["LabelResult", "label_file"]
 
@@ -77,8 +78,8 @@ def _label_batch(
 
 
 def _prefix_for(path: Path) -> str:
-    stem = path.name
-    for suffix in (".gz", ".zst", ".pgn", ".epd", ".fen", ".txt"):
+    stem = strip_compression(path.name)
+    for suffix in (".pgn", ".epd", ".fen", ".txt"):
         stem = stem.removesuffix(suffix)
     return "label_" + (re.sub(r"[^A-Za-z0-9_.]", "_", stem) or "input")
 
@@ -102,7 +103,7 @@ def label_file(
     """Label every position of a file (or ``per_game`` per PGN game) into the dataset ``out``.
 
     Args:
-        path: PGN (plain, ``.gz``, ``.zst``), EPD or FEN-list file.
+        path: PGN (plain, ``.gz``, ``.xz``, ``.zst``), EPD or FEN-list file.
         out: dataset directory; shards are named ``label_<file stem>-<k>.parquet``.
         fmt: input format, or None to detect it.
         per_game: positions sampled per PGN game (None: all).

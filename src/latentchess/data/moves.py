@@ -31,10 +31,10 @@ import chess.pgn
 import numpy as np
 import numpy.typing as npt
 
-from latentchess.data.positions import open_text
 from latentchess.data.problems import ProblemLog
 from latentchess.errors import DataFormatError
 from latentchess.squares import SIDE_FEATURES, board_pieces, move_index
+from latentchess.textfiles import open_text
 
 __all__ = [
     "MoveData",
@@ -323,7 +323,7 @@ def read_pgn_moves(
     progress: bool = True,
     strict: bool = False,
 ) -> MoveData:
-    """Every position of every rated game in a PGN (``.gz`` / ``.zst`` streamed).
+    """Every position of every rated game in a PGN (``.gz`` / ``.xz`` / ``.zst`` streamed).
 
     The first ``skip_games`` games of the file are passed over (e.g. those a model was trained
     on), then at most ``max_games`` usable games are read. Games without both ``WhiteElo`` and

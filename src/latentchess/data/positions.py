@@ -1,5 +1,5 @@
-"""Positions from the user's files: PGN games (plain, ``.gz``, ``.zst``), EPD, one FEN a line, or
-the positions of Stockfish ``.bin`` training records (``data selfplay``'s output).
+"""Positions from the user's files: PGN games (plain, ``.gz``, ``.xz``, ``.zst``), EPD, one FEN a
+line, or the positions of Stockfish ``.bin`` training records (``data selfplay``'s output).
 
 Every reader streams, checks each record and reports a bad one with its file and line through a
 :class:`~latentchess.data.problems.ProblemLog` (skip and count, or raise with ``strict``). A PGN
@@ -9,8 +9,6 @@ FEN line must hold a legal position (Stockfish may crash on an impossible one).
 
 from __future__ import annotations
 
-import gzip
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ import chess.pgn
 import numpy as np
 
 from latentchess.data.problems import ProblemLog
+from latentchess.textfiles import open_text, strip_compression
 
 __all__ = [
     "Position",
@@ -51,29 +50,15 @@ class Position:
     ply: int | None = None
 
 
-def open_text(path: str | Path) -> TextIO:
-    """Open a text file for reading, decompressing ``.gz`` and ``.zst`` by suffix."""
-    path = Path(path)
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    if path.suffix == ".zst":
-        import zstandard
-
-        raw = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)  # noqa: SIM115
-        return io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
-
-
 def detect_format(path: str | Path) -> InputFormat:
     """Guess a file's format from its name (``.pgn``, ``.epd``, ``.fen``, ``.txt``, after any
-    ``.gz``/``.zst``; ``.bin``), else from its first non-empty line (``[`` or a move number means
-    PGN)."""
+    ``.gz``/``.xz``/``.zst``; ``.bin``), else from its first non-empty line (``[`` or a move
+    number means PGN)."""
     path = Path(path)
     name = path.name.lower()
     if name.endswith(".bin"):
         return "bin"
-    for suffix in (".gz", ".zst"):
-        name = name.removesuffix(suffix)
+    name = strip_compression(name)
     if name.endswith(".pgn"):
         return "pgn"
     if name.endswith(".epd"):
@@ -216,7 +201,7 @@ def read_positions(
     """Stream the positions of a PGN, EPD, FEN-list or ``.bin`` file.
 
     Args:
-        path: the file (``.gz`` / ``.zst`` are decompressed).
+        path: the file (``.gz`` / ``.xz`` / ``.zst`` are decompressed).
         fmt: ``"pgn"``, ``"epd"``, ``"fen"`` or ``"bin"``; None detects it
             (:func:`detect_format`).
         per_game: PGN only: keep this many positions per game, drawn without replacement from

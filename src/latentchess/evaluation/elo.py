@@ -50,6 +50,7 @@ from scipy import optimize, stats
 from scipy.special import expit, log_expit
 
 from latentchess.errors import DataFormatError, LatentChessError
+from latentchess.textfiles import open_text
 
 __all__ = [
     "GameOutcome",
@@ -141,23 +142,20 @@ def score_elo(wins: int, draws: int, losses: int, *, confidence: float = 0.95) -
 
 
 def read_pgn_outcomes(paths: Iterable[str | Path]) -> tuple[list[GameOutcome], int]:
-    """Finished games of PGN files (headers only, so it is fast).
+    """Finished games of PGN files, plain or compressed (headers only, so it is fast).
 
     Returns:
         The outcomes, and the number of games skipped for having no result (``*``).
 
     Raises:
-        DataFormatError: for a game without White/Black names or with an unknown result.
+        DataFormatError: for a game without White/Black names or with an unknown result, or a
+            file that cannot be read or decompressed.
     """
     outcomes: list[GameOutcome] = []
     skipped = 0
     for path in paths:
         path = Path(path)
-        try:
-            handle = path.open(encoding="utf-8", errors="replace")
-        except OSError as error:
-            raise DataFormatError(f"cannot read: {error.strerror}", path=path) from error
-        with handle:
+        with open_text(path) as handle:
             index = 0
             while (headers := chess.pgn.read_headers(handle)) is not None:
                 index += 1

@@ -25,6 +25,7 @@ import chess.engine
 
 from latentchess.engines.base import Engine
 from latentchess.errors import DataFormatError
+from latentchess.textfiles import read_text, strip_compression
 
 __all__ = [
     "EpdPosition",
@@ -126,7 +127,7 @@ def _parse_move(board: chess.Board, text: str) -> str:
 def read_epd(
     path: str | Path, *, strict: bool = False
 ) -> tuple[list[EpdPosition], list[DataFormatError]]:
-    """Read an EPD suite.
+    """Read an EPD suite (plain, or compressed: ``.gz``, ``.xz``, ``.zst``).
 
     Returns:
         The positions, and one error (file:line) per skipped line.
@@ -135,10 +136,8 @@ def read_epd(
         DataFormatError: for an unreadable file, or any bad line when ``strict``.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise DataFormatError(f"cannot read: {error.strerror}", path=path) from error
+    text = read_text(path)
+    theme = Path(strip_compression(path)).stem  # sts1.epd.xz: theme sts1
     positions: list[EpdPosition] = []
     problems: list[DataFormatError] = []
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -147,7 +146,7 @@ def read_epd(
             continue
         try:
             positions.append(
-                parse_epd_line(line, default_theme=path.stem, source=f"{path.name}:{number}")
+                parse_epd_line(line, default_theme=theme, source=f"{path.name}:{number}")
             )
         except ValueError as error:
             problem = DataFormatError(f"bad EPD line {line!r}: {error}", path=path, line=number)

@@ -32,8 +32,8 @@ import chess.pgn
 import numpy as np
 import numpy.typing as npt
 
-from latentchess.data.positions import open_text
 from latentchess.errors import DataFormatError
+from latentchess.textfiles import open_text
 
 __all__ = [
     "SPEEDS",

@@ -8,8 +8,9 @@ instances (external engines are processes; one thinks at a time per game, so a w
 one core busy). An engine that crashed, hung or cheated is restarted for the next game. Only this
 process writes the PGN, so a worker lost mid-game costs that game, which is played again.
 
-Each finished game is appended to the PGN at once, so an interrupted run keeps every finished game,
-and a later run with the same event, players and openings skips the rounds already in the file
+Each finished game is appended to the PGN at once (plain, or compressed by the file's suffix:
+``.pgn.gz``, ``.pgn.xz``; :mod:`latentchess.textfiles`), so an interrupted run keeps every finished
+game, and a later run with the same event, players and openings skips the rounds already in the file
 (resume); a file whose rounds disagree with this run's schedule is refused, and so is a run whose
 engine runs another model (content hash) or precision than the games already in the file
 (``WhiteModelHash``/``WhitePrecision`` headers). Within a run, every engine instance of a player
@@ -55,6 +56,7 @@ from latentchess.evaluation.game import (
 )
 from latentchess.evaluation.openings import Opening
 from latentchess.evaluation.sprt import SprtConfig, SprtStatus, sprt_status
+from latentchess.textfiles import append_text, open_text
 
 __all__ = [
     "Player",
@@ -238,7 +240,8 @@ def run_match(
         player1, player2: the players (distinct names).
         openings: opening list; round ``r`` uses ``openings[((r - 1) // 2) % len(openings)]``.
         config: games, workers, adjudication, ...
-        pgn_path: append games here; rounds of this match already in the file are skipped.
+        pgn_path: append games here (``.pgn``, ``.pgn.gz``, ``.pgn.xz``...: compressed by the
+            suffix); rounds of this match already in the file are skipped.
         on_game: called in the main thread after each finished game.
         pool: where games run (:func:`latentchess.cluster.open_pool`; its slots replace
             ``config.workers``); default: ``config.workers`` threads of this process. On a
@@ -290,7 +293,7 @@ def run_match(
     own_pool = ThreadPool(config.workers) if pool is None else None
     runner: WorkPool = own_pool or pool  # type: ignore[assignment]
     progress = _progress(config, len(schedule), len(done), player1.name, player2.name)
-    handle = _open_pgn(pgn_path)
+    separator = _prepare_pgn(pgn_path)
     in_flight: dict[concurrent.futures.Future[GameRecord], int] = {}
     finished = False
     try:
@@ -313,10 +316,9 @@ def run_match(
                 status = result.sprt_status()
                 if status is not None:
                     record = dataclasses.replace(record, pgn=_sprt_tags(record.pgn, status))
-                if handle is not None:
-                    handle.write(record.pgn + "\n\n")
-                    handle.flush()
-                    os.fsync(handle.fileno())
+                if pgn_path is not None:
+                    append_text(pgn_path, separator + record.pgn + "\n\n", sync=True)
+                    separator = ""
                 if progress is not None:
                     wins, draws, losses = result.score
                     text = f"+{wins}={draws}-{losses} elo {result.elo()}"
@@ -334,8 +336,6 @@ def run_match(
             own_pool.shutdown(wait=finished)
         if progress is not None:
             progress.close()
-        if handle is not None:
-            handle.close()
         runner.release(game.tag)
     return result
 
@@ -366,16 +366,17 @@ def _progress(config: MatchConfig, total: int, initial: int, name1: str, name2: 
     return tqdm(total=total, initial=initial, desc=f"{name1} vs {name2}", unit="game")
 
 
-def _open_pgn(path: str | Path | None) -> io.TextIOWrapper | None:
+def _prepare_pgn(path: str | Path | None) -> str:
+    """Create the PGN (and its folder) before any game, so a path that cannot be written fails
+    first; return what goes before the first game (a blank line after earlier text)."""
     if path is None:
-        return None
+        return ""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     needs_separator = path.exists() and path.stat().st_size > 0
-    handle = path.open("a", encoding="utf-8")
-    if needs_separator:
-        handle.write("\n")
-    return handle  # type: ignore[return-value]
+    with path.open("ab"):
+        pass
+    return "\n" if needs_separator else ""
 
 
 def _check_models(
@@ -427,7 +428,7 @@ def _resume(
         return {}
     done: dict[int, GameRecord] = {}
     names = {player1.name, player2.name}
-    with path.open(encoding="utf-8", errors="replace") as handle:
+    with open_text(path) as handle:
         while (h := chess.pgn.read_headers(handle)) is not None:
             if h.get("Event") != config.event or {h.get("White"), h.get("Black")} != names:
                 continue

@@ -29,6 +29,7 @@ import chess.pgn
 import chess.polyglot
 
 from latentchess.errors import DataFormatError
+from latentchess.textfiles import read_text, strip_compression
 
 __all__ = [
     "ECO_PGN",
@@ -107,7 +108,7 @@ def read_pgn_openings(path: str | Path, *, max_plies: int | None = None) -> list
             move, or when the file holds no game.
     """
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     handle = io.StringIO(text)
     lines = _LineCounter(text)
     openings: list[Opening] = []
@@ -153,7 +154,7 @@ def read_epd_openings(path: str | Path) -> list[Opening]:
     """
     path = Path(path)
     openings: list[Opening] = []
-    for number, raw in enumerate(_read_text(path).splitlines(), start=1):
+    for number, raw in enumerate(read_text(path).splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -319,8 +320,8 @@ def load_openings(
     engine: chess.engine.SimpleEngine | None = None,
     max_cp: int | None = None,
 ) -> list[Opening]:
-    """Openings for a match: by file type (``.pgn``, ``.epd``, ``.bin`` Polyglot) or, without a
-    path, the balanced ECO sample.
+    """Openings for a match: by file type (``.pgn``, ``.epd``, plain or compressed; ``.bin``
+    Polyglot) or, without a path, the balanced ECO sample.
 
     Args:
         path: opening file, or None for the ECO sample.
@@ -333,25 +334,19 @@ def load_openings(
     if path is None:
         return eco_openings(count, seed=seed, engine=engine, max_cp=max_cp)
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".bin":
+    if path.suffix.lower() == ".bin":
         return polyglot_openings(path, count, plies=plies or 8, seed=seed)
+    suffix = Path(strip_compression(path)).suffix.lower()
     if suffix == ".pgn":
         openings = read_pgn_openings(path, max_plies=plies)
     elif suffix == ".epd":
         openings = read_epd_openings(path)
     else:
         raise DataFormatError(
-            f"unknown opening file type {suffix!r} (expected .pgn, .epd or a Polyglot .bin)",
+            f"unknown opening file type {suffix!r} (expected .pgn or .epd, each possibly .gz, "
+            ".xz or .zst, or a Polyglot .bin)",
             path=path,
         )
     if len(openings) > count:
         openings = random.Random(seed).sample(openings, count)
     return openings
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise DataFormatError(f"cannot read: {error.strerror}", path=path) from error

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from latentchess.errors import DataFormatError
+from latentchess.textfiles import open_text
 from latentchess.winprob import score_win_probability
 
 if TYPE_CHECKING:
@@ -166,9 +167,10 @@ def plot_umap(space: SpaceMap, out: str | Path, *, title: str = "Latent space") 
 
 
 def read_game(pgn_path: str | Path, index: int = 0) -> GameTrace:
-    """Read game ``index`` (0-based) of a PGN file, with ``[%eval]`` labels where present."""
+    """Read game ``index`` (0-based) of a PGN file (plain or compressed), with ``[%eval]`` labels
+    where present."""
     path = Path(pgn_path)
-    with path.open(encoding="utf-8", errors="replace") as handle:
+    with open_text(path) as handle:
         for _ in range(index):
             if chess.pgn.skip_game(handle) is False:
                 raise DataFormatError(f"has fewer than {index + 1} games", path=path)

@@ -5,9 +5,9 @@ or Stockfish's best), plus ``value_weight`` times the value loss: cross-entropy 
 the game result from the mover's view (human games), or binary cross-entropy of the expected
 score ``win + draw / 2`` against the engine's win probability (engine labels).
 
-Data (``--data``): a PGN of rated games (``.pgn``, ``.gz``, ``.zst``), a Stockfish-labelled CSV
-(``.csv``/``.csv.gz``) or a ``.npz`` cache written by an earlier run (``OUT/data.npz``). Training
-uses games held out neither by game hash nor by player hash
+Data (``--data``): a PGN of rated games (``.pgn``, ``.gz``, ``.xz``, ``.zst``), a Stockfish-labelled
+CSV (``.csv``/``.csv.gz``) or a ``.npz`` cache written by an earlier run (``OUT/data.npz``).
+Training uses games held out neither by game hash nor by player hash
 (:mod:`latentchess.data.moves`); both held-out sets are evaluated.
 """
 
@@ -155,7 +155,7 @@ def load_move_data(cfg: ChessformerTrainConfig, *, progress: bool) -> MoveData:
     if cache.exists() and stamp_path.exists() and json.loads(stamp_path.read_text()) == stamp:
         return MoveData.load(cache)
     name = path.name.lower()
-    if name.endswith((".csv", ".csv.gz", ".csv.zst")):
+    if name.endswith((".csv", ".csv.gz", ".csv.xz", ".csv.zst")):
         data = read_csv_moves(
             path, elo=cfg.engine_elo, holdout_fraction=cfg.holdout_fraction, max_rows=cfg.max_games
         )
