@@ -210,7 +210,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "label",
         help="label the positions of a PGN, EPD, FEN-list or .bin file",
         description=(
-            "Label positions from your games (PGN, optionally .gz/.zst), an EPD file, a file of "
+            "Label positions from your games (PGN, also .gz/.xz/.zst), an EPD file, a file of "
             "FENs (one a line) or Stockfish .bin training records (`data selfplay`'s positions). "
             "Malformed records are reported with file:line and skipped (a malformed .bin "
             "record stops the run, naming its file, number and byte offset). "

@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
             "position."
         ),
     )
-    p.add_argument("games", type=Path, help="PGN of rated games (.pgn, .gz, .zst)")
+    p.add_argument("games", type=Path, help="PGN of rated games (.pgn, .gz, .xz, .zst)")
     p.add_argument("--model", type=Path, default=None, help="model dir (default: shipped model)")
     p.add_argument("--json", type=Path, default=None, help="write the result (and protocol) here")
     p.add_argument(

@@ -311,7 +311,7 @@ def _supcon(args: argparse.Namespace) -> int:
 
 
 def _add_chessformer_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", type=Path, required=True, help="PGN (.gz/.zst), CSV or .npz cache")
+    p.add_argument("--data", type=Path, required=True, help="PGN (.gz/.xz/.zst), CSV or .npz cache")
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument(
         "--model-config",

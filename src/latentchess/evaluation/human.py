@@ -206,7 +206,7 @@ class GameHeaders:
 
 
 def read_game_headers(path: str | Path) -> list[GameHeaders]:
-    """The headers of every game of a PGN (``.gz``/``.zst`` streamed), without parsing moves."""
+    """The headers of every game of a PGN (``.gz``/``.xz``/``.zst`` streamed), without moves."""
     path = Path(path)
     if not path.is_file():
         raise DataFormatError("no such file", path=path)
@@ -436,7 +436,7 @@ def evaluate_human(
     """Top-1 move matching of a Chessformer on the positions of ``pgn`` that ``protocol`` keeps.
 
     Args:
-        pgn: games with ``WhiteElo``/``BlackElo`` (``.gz``/``.zst`` streamed); ``[%clk]``
+        pgn: games with ``WhiteElo``/``BlackElo`` (``.gz``/``.xz``/``.zst``); ``[%clk]``
             comments and ``TimeControl`` headers are read when the protocol filters on them.
         model_dir: a Chessformer model directory (default: the shipped human model).
         protocol: which plies, clocks, speeds and bands (default: the field's,
