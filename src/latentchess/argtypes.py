@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["cluster_address", "non_negative_int", "positive_int", "shard", "weights"]
+__all__ = ["non_negative_int", "positive_int", "shard", "weights"]
 
 
 def non_negative_int(text: str) -> int:
@@ -24,18 +24,6 @@ def positive_int(text: str) -> int:
     if value == 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
     return value
-
-
-def cluster_address(text: str) -> str:
-    """A ``--cluster`` address (``tcp://HOST:PORT`` or ``local:N``), or an argparse error."""
-    from latentchess.cluster import parse_cluster
-    from latentchess.errors import LatentChessError
-
-    try:
-        parse_cluster(text)
-    except LatentChessError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return text
 
 
 def shard(text: str) -> tuple[int, int]:

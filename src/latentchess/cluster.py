@@ -280,8 +280,17 @@ def cluster_pool(address: str | None) -> Iterator[WorkPool | None]:
         yield pool
 
 
+def cluster_address(text: str) -> str:
+    """A ``--cluster`` address (``tcp://HOST:PORT`` or ``local:N``), or an argparse error."""
+    import argparse
+
+    try:
+        parse_cluster(text)
+    except LatentChessError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
 def add_cluster_argument(parser: Any) -> None:
     """``--cluster ADDRESS`` on an argparse parser (validated by :func:`parse_cluster`)."""
-    from latentchess.argtypes import cluster_address
-
     parser.add_argument("--cluster", type=cluster_address, metavar="ADDRESS", help=CLUSTER_HELP)

@@ -49,7 +49,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import chess
 import chess.engine
@@ -69,7 +69,7 @@ from latentchess.errors import EngineError
 if TYPE_CHECKING:
     import numpy as np
 
-    from latentchess.engines.ab import AlphaBetaEngine
+    from latentchess.core.alphabeta import SearchOutcome
     from latentchess.models.chessformer_io import ChessformerModel, Prediction
 
 __all__ = [
@@ -82,6 +82,7 @@ __all__ = [
     "HumanStrength",
     "HumanChoice",
     "HumanPlay",
+    "MoveVerifier",
     "opponent_rating",
 ]
 
@@ -324,14 +325,28 @@ class HumanChoice:
     losses: tuple[tuple[chess.Move, int], ...] = ()
 
 
+class MoveVerifier(Protocol):
+    """What checks the human model's moves: a search (``ab``'s engine, or the core's
+    :class:`~latentchess.core.alphabeta.AlphaBeta` by default)."""
+
+    def search(
+        self,
+        board: chess.Board,
+        limit: chess.engine.Limit,
+        *,
+        multipv: int = ...,
+        search_moves: Sequence[chess.Move] | None = ...,
+    ) -> SearchOutcome: ...
+
+
 class HumanPlay:
     """The human Chessformer playing at a rating; shared by ``ab`` and ``chessformer``.
 
     Args:
         model: the human model: a loaded :class:`ChessformerModel`, a directory, or None (the
             shipped ``human`` model, loaded when first needed).
-        verifier: the alpha-beta engine that verifies moves (``ab`` passes itself); None: a
-            default ``ab`` (the shipped NNUE, 16 MB hash) built when first needed.
+        verifier: the search that verifies moves (``ab`` passes itself); None: the core's
+            default alpha-beta (the shipped NNUE, 16 MB hash, as ``ab``) built when first needed.
         seed: sampling seed; None: fresh entropy (each engine plays differently).
         threads: torch threads set when this object loads the model (None: leave torch's).
         config: initial settings.
@@ -341,7 +356,7 @@ class HumanPlay:
         self,
         model: ChessformerModel | str | Path | None = None,
         *,
-        verifier: AlphaBetaEngine | None = None,
+        verifier: MoveVerifier | None = None,
         seed: int | None = None,
         threads: int | None = 1,
         config: HumanConfig | None = None,
@@ -749,12 +764,13 @@ class HumanPlay:
             weighted[i] = p[i] * np.exp(-strength.search_weight * loss / 100.0)
         return weighted / weighted.sum(), tuple(losses), outcome.nodes
 
-    def _verifier_engine(self) -> AlphaBetaEngine:
+    def _verifier_engine(self) -> MoveVerifier:
         if self._verifier is None:
-            from latentchess.engines.ab import AlphaBetaConfig, AlphaBetaEngine
+            from latentchess.core.alphabeta import AlphaBeta
+            from latentchess.engines.default import DEFAULT_EVALUATOR
 
             # The default search, as `ab` verifies with itself: both play the same human moves.
-            self._verifier = AlphaBetaEngine(AlphaBetaConfig(), name="human-verify")
+            self._verifier = AlphaBeta(DEFAULT_EVALUATOR, hash_mb=16)
         return self._verifier
 
     def _search(

@@ -24,7 +24,6 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import chess
 import chess.engine
@@ -35,12 +34,10 @@ from latentchess.evaluation.elo import GameOutcome
 from latentchess.evaluation.limits import SideLimit
 from latentchess.evaluation.openings import Opening
 
-if TYPE_CHECKING:
-    from latentchess.evaluation.match import MatchConfig
-
 __all__ = [
     "Player",
     "Adjudication",
+    "GameSettings",
     "GameRecord",
     "play_game",
     "describe_engine",
@@ -102,6 +99,26 @@ class Adjudication:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GameSettings:
+    """What every game of a match shares (a match's
+    :class:`~latentchess.evaluation.match.MatchConfig` adds how many and how they run).
+
+    Attributes:
+        event: PGN ``Event``; resuming matches it.
+        site: PGN ``Site``.
+        time_margin: seconds a clock may go below zero before the side loses on time.
+        max_plies: a game still going at this many plies is drawn (adjudication).
+        adjudication: optional early ends.
+    """
+
+    event: str = "latentchess match"
+    site: str = "?"
+    time_margin: float = 0.1
+    max_plies: int = 600
+    adjudication: Adjudication | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class GameRecord:
     """One finished game.
 
@@ -145,7 +162,7 @@ def play_game(
     opening: Opening,
     white: tuple[Player, Engine],
     black: tuple[Player, Engine],
-    config: MatchConfig,
+    config: GameSettings,
     adjudicator: Engine | None = None,
 ) -> tuple[GameRecord, list[str]]:
     """Play one game.
@@ -333,7 +350,7 @@ def _write_headers(
     opening: Opening,
     players: dict[chess.Color, Player],
     engines: dict[chess.Color, Engine],
-    config: MatchConfig,
+    config: GameSettings,
     end: _GameEnd,
     board: chess.Board,
 ) -> None:

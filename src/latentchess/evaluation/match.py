@@ -50,6 +50,7 @@ from latentchess.evaluation.elo import EloDiff, score_elo
 from latentchess.evaluation.game import (
     Adjudication,
     GameRecord,
+    GameSettings,
     Player,
     describe_engine,
     play_game,
@@ -77,29 +78,20 @@ def default_workers() -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
-class MatchConfig:
-    """What a match plays.
+class MatchConfig(GameSettings):
+    """What a match plays: the games' :class:`~latentchess.evaluation.game.GameSettings`
+    (``event``, ``site``, ``time_margin``, ``max_plies``, ``adjudication``) and:
 
     Attributes:
         games: total rounds (each opening is used for two consecutive rounds); with ``sprt``,
             the most rounds played (even: the test counts pairs).
         workers: games played concurrently.
-        event: PGN ``Event``; resuming matches it.
-        site: PGN ``Site``.
-        time_margin: seconds a clock may go below zero before the side loses on time.
-        max_plies: a game still going at this many plies is drawn (adjudication).
-        adjudication: optional early ends.
         progress: show a progress bar on stderr.
         sprt: stop early when this sequential test decides (see the module docstring).
     """
 
     games: int
     workers: int = field(default_factory=default_workers)
-    event: str = "latentchess match"
-    site: str = "?"
-    time_margin: float = 0.1
-    max_plies: int = 600
-    adjudication: Adjudication | None = None
     progress: bool = True
     sprt: SprtConfig | None = None
 

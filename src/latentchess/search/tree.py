@@ -5,24 +5,35 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import chess
 import numpy as np
 
 from latentchess.batch_keys import clock_cache_keys, zobrist_hashes
 from latentchess.core import Board as NativeBoard
-from latentchess.search.base import MATE_VALUE, RootMove, SearchResult
-from latentchess.search.cache import DRAWN, MATED, NORMAL
+from latentchess.search.base import MATE_VALUE, RootMove, Scorer, SearchConfig, SearchResult
+from latentchess.search.cache import DRAWN, MATED, NORMAL, EmbeddingCache
 
-if TYPE_CHECKING:
-    from latentchess.search.searcher import Searcher
-
-__all__ = ["Run", "AbortedError"]
+__all__ = ["Run", "AbortedError", "SearchState"]
 
 _Parent = tuple[chess.Board, int, tuple[int, ...]]
 """A position to expand: the board, its ply from the root, the hashes of the path to it."""
+
+
+class SearchState(Protocol):
+    """What a run reads and updates of the searcher that kept it across moves
+    (:class:`~latentchess.search.searcher.Searcher`)."""
+
+    scorer: Scorer
+    config: SearchConfig
+    cache: EmbeddingCache
+    seconds_per_position: float
+    move_hints: dict[int, chess.Move]
+    root_policy: Callable[[chess.Board], list[chess.Move]] | None
+
+    def observe_speed(self, positions: int, seconds: float) -> None: ...
 
 
 class AbortedError(Exception):
@@ -85,7 +96,7 @@ class Run:
 
     def __init__(
         self,
-        searcher: Searcher,
+        searcher: SearchState,
         history: dict[int, int],
         *,
         abortable: bool,
