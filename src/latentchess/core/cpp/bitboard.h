@@ -4,9 +4,9 @@
 //  * Bit i of a Bitboard is square i (a1 = bit 0, h8 = bit 63).
 //  * The attack tables are built once, when the extension is loaded, and are immutable after;
 //    every function here is pure and thread-safe.
-//  * Sliding attacks use "fancy" magic bitboards: the magic multipliers are found at load time by
-//    a deterministic search (fixed per-rank seeds, a few milliseconds), so the tables are the same
-//    on every run and need no CPU-specific instruction (no PEXT).
+//  * Sliding attacks use "fancy" magic bitboards with constant multipliers (those a deterministic
+//    search with fixed per-rank seeds finds; each is checked at load, the search is the fallback),
+//    so the tables are the same on every run and need no CPU-specific instruction (no PEXT).
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <vector>
 
@@ -85,15 +84,22 @@ std::shared_ptr<const NnueNetwork> load_nnue_network(const std::string& path) {
     if (file.size() < 12 || file.substr(file.size() - 12) != ".safetensors") {
         file += (file.empty() || file.back() == '/') ? "model.safetensors" : "/model.safetensors";
     }
+    // Three block reads (the header's length, the header, the tensors), not a byte at a time.
     std::ifstream in(file, std::ios::binary);
     if (!in) fail(file, "cannot open");
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (bytes.size() < 8) fail(file, "truncated");
+    unsigned char length[8];
+    if (!in.read(reinterpret_cast<char*>(length), 8)) fail(file, "truncated");
     std::uint64_t header_size = 0;
-    for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | static_cast<unsigned char>(bytes[i]);
-    if (header_size > bytes.size() - 8) fail(file, "truncated header");
-    const std::string header(bytes.data() + 8, header_size);
-    const std::vector<char> data(bytes.begin() + 8 + static_cast<long>(header_size), bytes.end());
+    for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length[i];
+    in.seekg(0, std::ios::end);
+    const auto file_size = static_cast<std::uint64_t>(in.tellg());
+    if (header_size > file_size - 8) fail(file, "truncated header");
+    in.seekg(8, std::ios::beg);
+    std::string header(header_size, '\0');
+    std::vector<char> data(file_size - 8 - header_size);
+    if (!in.read(header.data(), static_cast<std::streamsize>(header_size)) ||
+        !in.read(data.data(), static_cast<std::streamsize>(data.size())))
+        fail(file, "cannot read");
     const std::string metadata = object_of(header, "__metadata__", file);
     auto network = std::make_shared<NnueNetwork>();
     network->source = file;
