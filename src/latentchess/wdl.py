@@ -23,12 +23,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import chess
 import chess.engine
-import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:  # NumPy loads when probabilities are computed, not with the model (`uci`)
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["WDL_FILE", "WdlModel", "material_count", "fit_wdl_model"]
 
@@ -52,6 +54,8 @@ def material_count(board: chess.Board) -> int:
 
 
 def _material_x(material: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    import numpy as np
+
     return np.clip(np.asarray(material, dtype=np.float64), *_MATERIAL_RANGE) / _MATERIAL_NORM
 
 
@@ -110,6 +114,8 @@ class WdlModel:
         self, material: npt.ArrayLike
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """``a`` and ``b`` at the given material counts (element-wise)."""
+        import numpy as np
+
         x = _material_x(material)
         a = sum(c * x**i for i, c in enumerate(self.a))
         b = sum(c * x**i for i, c in enumerate(self.b))
@@ -119,6 +125,8 @@ class WdlModel:
         self, cp: npt.ArrayLike, material: npt.ArrayLike
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """Win, draw and loss probabilities (side to move), element-wise."""
+        import numpy as np
+
         v = np.asarray(cp, dtype=np.float64)
         a, b = self.parameters(material)
         win = 1.0 / (1.0 + np.exp(np.clip((a - v) / b, -700, 700)))
@@ -158,6 +166,7 @@ def fit_wdl_model(
         ValueError: the inputs differ in length, hold an outcome other than -1/0/1, or do not
             contain all three outcomes (the model cannot be fitted).
     """
+    import numpy as np
     from scipy.optimize import minimize
 
     v = np.asarray(cp, dtype=np.float64)

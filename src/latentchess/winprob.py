@@ -8,11 +8,14 @@ perspective. A mate found for a side is a certain result: exactly 1.0 or 0.0.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import chess
 import chess.engine
-import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:  # NumPy only for arrays: the scalar functions serve `uci` without it
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "WIN_PROB_SCALE",
@@ -29,12 +32,20 @@ WIN_PROB_SCALE: float = 0.00368208
 
 def win_probability(cp: float | npt.ArrayLike) -> float | npt.NDArray[np.float64]:
     """``1 / (1 + exp(-0.00368208 * cp))``, scalar or element-wise on an array."""
+    if isinstance(cp, int | float):  # a Python number: no NumPy needed
+        return _win_probability(float(cp))
+    import numpy as np
+
     if np.isscalar(cp):
-        x = -WIN_PROB_SCALE * float(cp)  # type: ignore[arg-type]
-        # Written so that large |cp| neither overflows exp nor rounds to exactly 0/1 needlessly.
-        return 1.0 / (1.0 + math.exp(x)) if x < 700 else 0.0
+        return _win_probability(float(cp))  # type: ignore[arg-type]
     array = np.asarray(cp, dtype=np.float64)
     return 1.0 / (1.0 + np.exp(np.clip(-WIN_PROB_SCALE * array, -700.0, 700.0)))
+
+
+def _win_probability(cp: float) -> float:
+    x = -WIN_PROB_SCALE * cp
+    # Written so that large |cp| neither overflows exp nor rounds to exactly 0/1 needlessly.
+    return 1.0 / (1.0 + math.exp(x)) if x < 700 else 0.0
 
 
 def centipawns(p: float) -> float:

@@ -2,7 +2,8 @@
 
 Each area of the package owns its subcommands in a ``cli`` module with a
 ``register(subparsers)`` function; every subcommand sets ``func(args) -> int`` (exit status).
-Those modules import only light things at top level, so ``latentchess --help`` is quick.
+:mod:`latentchess.cli.commands` lists every command with its module and help, so ``latentchess
+--help`` imports none of those modules and ``latentchess uci`` imports only ``cli.engines``.
 """
 
 from __future__ import annotations
@@ -10,31 +11,33 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from typing import Any
 
+from latentchess.cli.commands import COMMANDS, module_of
 from latentchess.engines.default import DEFAULT_ENGINE_SPEC
 from latentchess.errors import LatentChessError
 
 __all__ = ["main", "build_parser"]
 
-_COMMAND_MODULES = (
-    "latentchess.cli.data",
-    "latentchess.cli.train",
-    "latentchess.cli.nnue",
-    "latentchess.cli.models",
-    "latentchess.cli.chessformer",
-    "latentchess.cli.engines",
-    "latentchess.cli.evaluation",
-    "latentchess.cli.tune",
-    "latentchess.cli.human",
-    "latentchess.cli.plots",
-    "latentchess.cli.demo",
-    "latentchess.cli.perft",
-    "latentchess.cli.web",
-)
+
+class _Only:
+    """Stands for the subparsers while one module registers its commands: adds ``wanted`` and
+    hands the module's other commands a parser that is thrown away."""
+
+    def __init__(self, subparsers: Any, wanted: str) -> None:
+        self.subparsers = subparsers
+        self.wanted = wanted
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        if name == self.wanted:
+            return self.subparsers.add_parser(name, **kwargs)  # type: ignore[no-any-return]
+        return argparse.ArgumentParser(add_help=False)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The ``latentchess`` parser: full parsers for ``commands`` (None: every command); the
+    others are listed with their help and parse nothing (their modules are not imported)."""
     parser = argparse.ArgumentParser(
         prog="latentchess",
         description="Chess engines and a research toolkit around planning in a learned embedding "
@@ -43,15 +46,30 @@ def build_parser() -> argparse.ArgumentParser:
         "latent planner.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module_name in _COMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers)
+    if commands is None:
+        for module_name in dict.fromkeys(module_of(name) for name in COMMANDS):
+            importlib.import_module(module_name).register(subparsers)
+        return parser
+    for name, (_, help_text) in COMMANDS.items():
+        if name in commands:
+            importlib.import_module(module_of(name)).register(_Only(subparsers, name))
+        else:
+            subparsers.add_parser(name, help=help_text, add_help=False)
     return parser
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs (its first word: the top level has no option but --help)."""
+    words = [word for word in argv if not word.startswith("-")]
+    return words[0] if words and words[0] in COMMANDS else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit status."""
-    args = build_parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # what results record as the command
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command(argv)
+    args = build_parser(() if command is None else (command,)).parse_args(argv)
+    args.argv = argv  # what results record as the command
     try:
         return int(args.func(args) or 0)
     except LatentChessError as error:

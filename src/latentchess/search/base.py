@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import chess
 import chess.engine
-import numpy as np
-import numpy.typing as npt
 
 from latentchess.winprob import centipawns
+
+if TYPE_CHECKING:  # NumPy is not needed to name the type (nor by `latentchess uci`'s parsers)
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "MATE_VALUE",
@@ -31,7 +34,7 @@ MODES = ("minimax", "beam")
 MAX_DEPTH = 64
 """Deepest iteration the iterative-deepening driver starts (``go infinite``)."""
 
-Scorer = Callable[[Sequence[chess.Board]], npt.NDArray[np.floating]]
+Scorer = Callable[[Sequence[chess.Board]], "npt.NDArray[np.floating]"]
 """Boards -> ``(N,)`` axis scores in [-1, 1] from White's view (a model, or a fake in tests)."""
 
 
