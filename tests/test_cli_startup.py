@@ -41,10 +41,17 @@ def _run(args: list[str], stdin: str = "") -> tuple[str, set[str]]:
     return done.stdout, set(modules.split()[1:])
 
 
+def _action(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:  # type: ignore[type-arg]
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+
+def _choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return dict(_action(parser).choices)
+
+
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, str | None]:
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    helps = {choice.dest: choice.help for choice in action._choices_actions}
-    return {name: helps.get(name) for name in action.choices}
+    helps = {choice.dest: choice.help for choice in _action(parser)._choices_actions}
+    return {name: helps.get(name) for name in _action(parser).choices}
 
 
 def test_the_command_table_matches_what_the_modules_register() -> None:
@@ -53,9 +60,18 @@ def test_the_command_table_matches_what_the_modules_register() -> None:
     assert list(registered) == list(COMMANDS)  # --help lists them in the same order
 
 
-def test_a_lazy_parser_builds_only_the_command_it_runs() -> None:
+def _options(parser: argparse.ArgumentParser) -> list[tuple[str, ...]]:
+    return [(action.dest, *action.option_strings) for action in parser._actions]
+
+
+def test_a_lazy_parser_builds_each_command_as_the_full_one() -> None:
+    full = _choices(build_parser())
+    for name in COMMANDS:
+        lazy = build_parser((name,), list_all=False)
+        assert list(_subcommands(lazy)) == [name]
+        assert _options(_choices(lazy)[name]) == _options(full[name]), name
     parser = build_parser(("perft",))
-    assert list(_subcommands(parser)) == list(COMMANDS)
+    assert list(_subcommands(parser)) == list(COMMANDS)  # the rest listed, parsing nothing
     args = parser.parse_args(["perft", "--depth", "2"])
     assert args.command == "perft" and args.depth == 2 and callable(args.func)
 

@@ -21,23 +21,38 @@ from latentchess.errors import LatentChessError
 __all__ = ["main", "build_parser"]
 
 
+class _Ignored:
+    """Takes every call a ``register`` function makes on the parser of a command not built (adds
+    arguments, groups, defaults) and does nothing: building argparse parsers costs time."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self._ignore
+
+    def __setattr__(self, name: str, value: Any) -> None:  # `parser.__class__ = ...` too
+        pass
+
+    def _ignore(self, *args: Any, **kwargs: Any) -> _Ignored:
+        return self
+
+
 class _Only:
     """Stands for the subparsers while one module registers its commands: adds ``wanted`` and
-    hands the module's other commands a parser that is thrown away."""
+    ignores the module's other commands."""
 
     def __init__(self, subparsers: Any, wanted: str) -> None:
         self.subparsers = subparsers
         self.wanted = wanted
 
-    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        if name == self.wanted:
-            return self.subparsers.add_parser(name, **kwargs)  # type: ignore[no-any-return]
-        return argparse.ArgumentParser(add_help=False)
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        return self.subparsers.add_parser(name, **kwargs) if name == self.wanted else _Ignored()
 
 
-def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
-    """The ``latentchess`` parser: full parsers for ``commands`` (None: every command); the
-    others are listed with their help and parse nothing (their modules are not imported)."""
+def build_parser(
+    commands: Collection[str] | None = None, *, list_all: bool = True
+) -> argparse.ArgumentParser:
+    """The ``latentchess`` parser: full parsers for ``commands`` (None: every command); with
+    ``list_all``, the others are listed with their help and parse nothing (their modules are not
+    imported), else left out (``main`` builds only the command it runs)."""
     parser = argparse.ArgumentParser(
         prog="latentchess",
         description="Chess engines and a research toolkit around planning in a learned embedding "
@@ -53,7 +68,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     for name, (_, help_text) in COMMANDS.items():
         if name in commands:
             importlib.import_module(module_of(name)).register(_Only(subparsers, name))
-        else:
+        elif list_all:
             subparsers.add_parser(name, help=help_text, add_help=False)
     return parser
 
@@ -68,7 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command(argv)
-    args = build_parser(() if command is None else (command,)).parse_args(argv)
+    if command is None:  # --help, or not a command: list them all
+        args = build_parser(()).parse_args(argv)
+    else:
+        args = build_parser((command,), list_all=False).parse_args(argv)
     args.argv = argv  # what results record as the command
     try:
         return int(args.func(args) or 0)
