@@ -430,11 +430,18 @@ def capture_probe(
 # -- probe 2: ranking ---------------------------------------------------------------------------
 
 
-def saturation(scores: FloatArray) -> dict[str, Any]:
-    """Positions sharing the extreme (min or max) score exactly, and the most repeated score."""
+def saturation(scores: FloatArray, labels_cp: FloatArray | None = None) -> dict[str, Any]:
+    """Positions sharing the extreme (min or max) score exactly, the most repeated score, and
+    the range of Stockfish's scores (``labels_cp``) over the positions at each extreme."""
     values, counts = np.unique(scores, return_counts=True)
     most = int(np.argmax(counts))
+    spread = {}
+    if labels_cp is not None:
+        for name, value in (("max", values[-1]), ("min", values[0])):
+            tied = labels_cp[scores == value]
+            spread[f"stockfish_cp_at_{name}"] = [float(tied.min()), float(tied.max())]
     return {
+        **spread,
         "at_max": int(counts[-1]),
         "at_min": int(counts[0]),
         "max": round(float(values[-1]), 6),
@@ -480,7 +487,7 @@ def ranking_probe(
             f"pair_accuracy_minus_{REFERENCE}_95": interval(
                 draws[:, a] - draws[:, 2 * reference + 1]
             ),
-            "saturation": saturation(scores[name]),
+            "saturation": saturation(scores[name], labels_cp),
         }
     return {
         "positions": len(samples),
@@ -738,6 +745,14 @@ def _markdown(result: dict[str, Any]) -> Iterator[str]:
             f"{sat['at_max']} at {sat['max']:+.4g} / {sat['at_min']} at {sat['min']:+.4g} "
             f"({sat['distinct']}) |\n"
         )
+    sat = ranking["evaluators"][REFERENCE]["saturation"]
+    yield (
+        f"\n{REFERENCE}'s extremes: the {sat['at_max']} positions at {sat['max']:+.4g} have "
+        f"Stockfish scores from {sat['stockfish_cp_at_max'][0]:+.0f} to "
+        f"{sat['stockfish_cp_at_max'][1]:+.0f} cp, the {sat['at_min']} at {sat['min']:+.4g} from "
+        f"{sat['stockfish_cp_at_min'][0]:+.0f} to {sat['stockfish_cp_at_min'][1]:+.0f} cp "
+        f"(mates count as +-{MATE_CP} minus the distance).\n"
+    )
     yield "\n## A white knight more\n\n"
     for model, kinds in result["arithmetic_probe"].items():
         for kind, row in kinds.items():
@@ -778,6 +793,33 @@ def _markdown(result: dict[str, Any]) -> Iterator[str]:
                     f"{f['pearson_cp']:+.3f}, Spearman {f['spearman_cp']:+.3f}\n"
                 )
             yield "\n"
+
+
+def plot(result: dict[str, Any], out: Path) -> Path:
+    """Two panels: winning captures ranked first (Wilson 95%) and Spearman (game bootstrap 95%)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 2, figsize=(10, 3.6), constrained_layout=True)
+    panels = (
+        (result["capture_probe"], "rate", "wilson95", "winning capture ranked first"),
+        (result["ranking_probe"], "spearman", "spearman_95", "Spearman vs Stockfish"),
+    )
+    for axis, (probe, key, bounds, title) in zip(axes, panels, strict=True):
+        names = list(probe["evaluators"])
+        values = [probe["evaluators"][name][key] for name in names]
+        low = [v - probe["evaluators"][n][bounds][0] for n, v in zip(names, values, strict=True)]
+        high = [probe["evaluators"][n][bounds][1] - v for n, v in zip(names, values, strict=True)]
+        colours = ["tab:red" if name.startswith(REFERENCE) else "tab:gray" for name in names]
+        axis.barh(names, values, xerr=[low, high], color=colours, capsize=3)
+        axis.invert_yaxis()
+        axis.set_xlim(min(values) - 0.15, 1.0)
+        axis.set_title(f"{title} ({probe['positions']} positions)", fontsize=10)
+    figure.savefig(out, dpi=90)
+    plt.close(figure)
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -886,6 +928,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latent_probes.json").write_text(json.dumps(result, indent=1) + "\n")
     (args.out / "latent_probes.md").write_text("".join(_markdown(result)))
+    plot(result, args.out / "latent_probes.png")
     print((args.out / "latent_probes.md").read_text())
     return 0
 
