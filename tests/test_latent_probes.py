@@ -122,9 +122,11 @@ def test_stockfish_labels_are_cached_and_static_falls_back_in_check(
         label = probes.cached_search(engine, cache, HANGING_QUEEN, 4)
         assert label["best"] == "g6h5" and label["cp"] < -500  # White's view: Black wins a queen
         evaluate = probes.StockfishStatic(static, engine, cache)
-        scores = evaluate([HANGING_KNIGHT, in_check])
+        rook_up_black_to_move = "4k3/8/8/8/8/8/8/R3K3 b - - 0 1"
+        scores = evaluate([rook_up_black_to_move, in_check])
         assert evaluate.in_check == 1
-        assert scores[1] > 300  # a rook up for White, from the depth-1 search
+        assert scores[0] > 300  # White's view even with Black to move: a rook up
+        assert scores[1] > 300  # the same from the depth-1 search in check
     cache.close()
     reopened = probes.LabelCache(tmp_path / "sf.jsonl")
     assert f"d4:{HANGING_QUEEN}" in reopened and f"d1:{in_check}" in reopened
