@@ -17,7 +17,7 @@ Sections:
 The machine is shared; the load average is recorded at the start and the end. Usage::
 
     .venv/bin/python benchmarks/bench_ab.py --out benchmarks/results/ab_search
-    .venv/bin/python benchmarks/bench_ab.py --quick --out /tmp/ab
+    .venv/bin/python benchmarks/bench_ab.py --quick --out runs/ab
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 A collapsed encoder maps every position to one point, where the SupCon loss with one positive per
 anchor sits at log(2 x 128 - 1) = 5.541 (``benchmarks/results/gab_encoder/gab_probes.md``)::
 
-    python benchmarks/gab_probe.py --cache data/all-cache --out /tmp/probe/base-sgd --lr 0.03
-    python benchmarks/gab_probe.py --cache data/all-cache --out /tmp/probe/adamw \\
+    python benchmarks/gab_probe.py --cache data/all-cache --out runs/probe/base-sgd --lr 0.03
+    python benchmarks/gab_probe.py --cache data/all-cache --out runs/probe/adamw \\
         --optimizer adamw --lr 0.001
-    python benchmarks/gab_probe.py --cache data/all-cache --out /tmp/probe/nobias \\
+    python benchmarks/gab_probe.py --cache data/all-cache --out runs/probe/nobias \\
         --set position=none
 
 ``--set KEY=VALUE`` overrides a field of the ``gab-micro`` config (``pool=attention``,

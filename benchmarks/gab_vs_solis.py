@@ -22,9 +22,9 @@ games resume from their PGN).
 Results: ``OUT/gab_vs_solis.json`` and ``.md``. The real run (2 hours each, as the issue asks)::
 
     # all shared positions, the one file with MultiPV gaps first (single-good-move positions)
-    cd ../shared/data && cat sf15-d9-eco-selfplay.csv.gz sf15-selfplay-mpv1.csv.gz \
-        tcec-engine-evals.csv.gz > /tmp/all.csv.gz && cd -
-    .venv/bin/latentchess data import-csv /tmp/all.csv.gz --out data/all
+    mkdir -p data && cd ../shared/data && cat sf15-d9-eco-selfplay.csv.gz \
+        sf15-selfplay-mpv1.csv.gz tcec-engine-evals.csv.gz > "$OLDPWD/data/all.csv.gz" && cd -
+    .venv/bin/latentchess data import-csv data/all.csv.gz --out data/all
     .venv/bin/latentchess data build-cache data/all --out data/all-cache
     .venv/bin/python benchmarks/gab_vs_solis.py --dataset data/all --runs runs/gab-vs-solis \
         --minutes 120 --positions 250 --ladder-games 12

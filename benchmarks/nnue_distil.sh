@@ -5,7 +5,7 @@
 # each against the hand-crafted evaluation at fixed nodes (evaluation quality) and fixed time (its
 # cost). Every step skips or resumes what a killed run left.
 #
-#   bash benchmarks/nnue_distil.sh [OUT_DIR]      (default /tmp/nnue-distil)
+#   bash benchmarks/nnue_distil.sh [OUT_DIR]      (default runs/nnue-distil)
 #
 # Knobs (environment): MINUTES (training minutes per network, default 45; SHIPPED_MINUTES for
 # the shipped one, default 88), GAMES (per match,
@@ -14,7 +14,7 @@
 # about 20 minutes with two Stockfish processes; training ran at about 25 K positions/s per thread.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=${1:-/tmp/nnue-distil}
+OUT=${1:-runs/nnue-distil}
 MINUTES=${MINUTES:-45}
 GAMES=${GAMES:-60}
 NODES=${NODES:-40000}

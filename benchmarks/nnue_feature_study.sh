@@ -4,7 +4,7 @@
 # at fixed nodes (evaluation quality) and at fixed time (its cost), and a PQR fine-tune of ALL.
 # Resumable: rerunning skips finished trainings and matches and resumes the rest.
 #
-#   bash benchmarks/nnue_feature_study.sh [OUT_DIR]      (default /tmp/nnue-study)
+#   bash benchmarks/nnue_feature_study.sh [OUT_DIR]      (default runs/nnue-study)
 #
 # Knobs (environment): STEPS (training steps of 16,384 positions per set, default 500), GAMES (per
 # match, default 40), NODES (default 20000), TIME (per move, default 50ms), PQR_STEPS (default
@@ -13,7 +13,7 @@
 # Writes OUT_DIR/table.md, OUT_DIR/study.json and OUT_DIR/study.png (the last step).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=${1:-/tmp/nnue-study}
+OUT=${1:-runs/nnue-study}
 STEPS=${STEPS:-500}
 GAMES=${GAMES:-40}
 NODES=${NODES:-20000}

@@ -12,7 +12,7 @@
 # LC (how to run latentchess). The device needs no compiled core: training reads the cache.
 set -u
 G=${G:-$PWD/runs/gpu}
-R=${OUT:-/tmp/out}; W=${WORK:-/tmp/w}; L=$W/logs
+R=${OUT:-runs/gpu-out}; W=${WORK:-runs/gpu-work}; L=$W/logs
 mkdir -p "$W" "$R" "$L"
 export PYTHONPATH=$G/site:$PWD/src PYTHONUNBUFFERED=1
 DEV=${DEV:-cuda}; MIN=${MINUTES:-6}; THR=${THREADS:-3}; BATCH=${BATCH:-16384}

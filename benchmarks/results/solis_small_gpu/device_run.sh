@@ -4,7 +4,7 @@
 # Knobs: DEV (cuda), SOLIS_MIN, CF_MIN, SOLIS_CFG (small), CF_CFGS ("maia3-5m maia3-23m"), LC.
 set -u
 G=$(cd "$(dirname "$0")" && pwd)
-R=${OUT:-/tmp/out}; W=${WORK:-/tmp/w}; L=$W/logs
+R=${OUT:-runs/gpu-out}; W=${WORK:-runs/gpu-work}; L=$W/logs
 mkdir -p "$W" "$R" "$L"
 export PYTHONPATH=$G/site:$PWD/src PYTHONUNBUFFERED=1
 DEV=${DEV:-cuda}; SM=${SOLIS_MIN:-5.8}; CM=${CF_MIN:-5.0}

@@ -2,7 +2,7 @@
 # Equal-steps size comparison: maia3-3m and maia3-5m side by side on one GPU, 2,000 AdamW steps of
 # 1,024 each (the recipe of chessformer_gpu.sh, full cosine), then eval-human by band.
 set -u
-G=$(cd "$(dirname "$0")" && pwd); R=${OUT:-/tmp/out}; W=${WORK:-/tmp/w}; L=$W/logs
+G=$(cd "$(dirname "$0")" && pwd); R=${OUT:-runs/gpu-out}; W=${WORK:-runs/gpu-work}; L=$W/logs
 mkdir -p "$W" "$R" "$L"
 export PYTHONPATH=$G/site:$PWD/src PYTHONUNBUFFERED=1
 DEV=${DEV:-cuda}; STEPS=${STEPS:-2000}; LC=${LC:-python3 -m latentchess}
