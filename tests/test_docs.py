@@ -1,5 +1,10 @@
 """README.md and the docs site: every relative link resolves; the README stays a front door.
 
+The README is short (150 lines, no paragraph over 120 words); a number in one of its table rows is
+one that the results file or model card the row links to holds. The user-facing text (README,
+docs/, the model cards, the results READMEs) speaks of the product: no issue numbers, no paths of
+the machines it was built on, and (README and docs) no dates.
+
 `mkdocs build --strict` (run by `make test` before pytest) checks links between the pages of
 docs/ and their anchors; it cannot check links to repository files outside docs/ (results under
 benchmarks/results/, models/README.md, src/...), nor the README's. These tests do, without
@@ -17,7 +22,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-MAX_README_LINES = 260
+MAX_README_LINES = 150
+MAX_PARAGRAPH_WORDS = 120
 
 # An inline link or image: [text](target) or ![alt](target "title"); text may hold one level of [].
 _LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\)")
@@ -119,3 +125,135 @@ def test_readme_is_a_front_door() -> None:
     assert len(engine_rows) >= 4
     for row in engine_rows:
         assert re.search(r"\d", row)
+
+
+def paragraphs(text: str) -> list[tuple[int, str]]:
+    """(first line, text) of each prose paragraph: no code blocks, tables, headings or images."""
+    found: list[tuple[int, str]] = []
+    current: list[str] = []
+    start = 0
+    previous = -1
+    for number, line in _prose_lines(text):
+        stripped = line.strip()
+        prose = stripped and not stripped.startswith(("|", "#", "![", "<"))
+        if not prose or number != previous + 1:
+            if current:
+                found.append((start, " ".join(current)))
+            current = []
+        if prose:
+            if not current:
+                start = number
+            current.append(stripped)
+        previous = number
+    if current:
+        found.append((start, " ".join(current)))
+    return found
+
+
+def test_paragraphs_split_on_blank_lines_code_and_tables() -> None:
+    text = "one two\nthree\n\nfour\n```\nfive\n```\nsix\n| a | b |\nseven\n"
+    assert paragraphs(text) == [(1, "one two three"), (4, "four"), (8, "six"), (10, "seven")]
+
+
+def test_readme_paragraphs_are_short() -> None:
+    long = [
+        f"README.md:{line}: {len(text.split())} words"
+        for line, text in paragraphs(README.read_text(encoding="utf-8"))
+        if len(text.split()) > MAX_PARAGRAPH_WORDS
+    ]
+    assert not long, f"paragraphs over {MAX_PARAGRAPH_WORDS} words:\n" + "\n".join(long)
+
+
+_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+
+
+def numbers(text: str) -> set[str]:
+    """The numbers written in a text, thousands separators dropped: '1,270' and '1270' agree."""
+    return {match.replace(",", "") for match in _NUMBER.findall(text)}
+
+
+def _holds(text: str, number: str) -> bool:
+    plain = re.sub(r"(?<=\d),(?=\d{3})", "", text)
+    return re.search(rf"(?<![\d.]){re.escape(number)}(?!\d|\.\d)", plain) is not None
+
+
+def test_number_check_reads_numbers_as_written() -> None:
+    assert numbers("2629 [2543, 2715] at 10+0.1, 1,270 games, v5") == {
+        "2629",
+        "2543",
+        "2715",
+        "10",
+        "0.1",
+        "1270",
+        "5",
+    }
+    assert _holds("over 1,270 games at 10+0.1", "1270") and _holds("10+0.1", "0.1")
+    assert (
+        not _holds("2629.5", "2629") and not _holds("12629", "2629") and not _holds("0.15", "0.1")
+    )
+
+
+def test_readme_table_numbers_are_in_the_files_they_link() -> None:
+    text = README.read_text(encoding="utf-8")
+    rows = [(n, line) for n, line in _prose_lines(text) if line.startswith("|")]
+    checked = 0
+    problems = []
+    for number, row in rows:
+        files = [
+            README.parent / unquote(target.partition("#")[0])
+            for target in _LINK.findall(row)
+            if not _SCHEME.match(target) and not target.startswith("#")
+        ]
+        files = [f for f in files if f.is_file() and f.suffix != ".png"]
+        if not files:
+            continue
+        checked += 1
+        sources = "\n".join(f.read_text(encoding="utf-8", errors="replace") for f in files)
+        # The row's own words, without the link targets (a path like `sparse-64/` is no claim).
+        words = re.sub(r"\]\([^)]*\)", "]", row)
+        missing = sorted(n for n in numbers(words) if not _holds(sources, n))
+        if missing:
+            problems.append(f"README.md:{number}: {missing} not in {[str(f) for f in files]}")
+    assert checked >= 6, "the README's tables should link their numbers to results files"
+    assert not problems, "README numbers its linked files do not hold:\n" + "\n".join(problems)
+
+
+def _user_facing_files() -> list[Path]:
+    results = sorted((ROOT / "benchmarks" / "results").rglob("README.md"))
+    return [*_markdown_files(), ROOT / "models" / "README.md", *results]
+
+
+_ISSUE = re.compile(r"\bissues?\s+#?\d+|\bissue-\d+", re.IGNORECASE)
+_MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:tmp|work|root|home)/")
+_DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
+
+
+def _offending_lines(paths: list[Path], pattern: re.Pattern[str]) -> list[str]:
+    found = []
+    for path in paths:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if pattern.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:100]}")
+    return found
+
+
+def test_patterns_of_user_facing_text() -> None:
+    assert _ISSUE.search("as issue 28 asks") and _ISSUE.search("(Issue #30)")
+    assert not _ISSUE.search("which issues that command")
+    assert _MACHINE_PATH.search("--out /tmp/run") and _MACHINE_PATH.search("(`/work/main`)")
+    assert not _MACHINE_PATH.search("runs/tmp/x https://example.org/home/ /usr/share/doc")
+    assert _DATE.search("since 2026-11-26") and not _DATE.search("commit 2026112")
+
+
+def test_user_facing_text_names_no_issue_and_no_machine_path() -> None:
+    paths = _user_facing_files()
+    assert len(paths) > 50
+    found = _offending_lines(paths, _ISSUE) + _offending_lines(paths, _MACHINE_PATH)
+    assert not found, "issue numbers or build-machine paths in user-facing text:\n" + "\n".join(
+        found
+    )
+
+
+def test_readme_and_docs_carry_no_dates() -> None:
+    found = _offending_lines(_markdown_files(), _DATE)
+    assert not found, "dated remarks in README.md or docs/:\n" + "\n".join(found)
