@@ -7,7 +7,8 @@ Usage::
 
 White's moves are clicked on the board (each is Stockfish's choice at depth 6, standing in for a
 player); Black is the latent engine at depth 4, 1 s per move, as chosen in the page's form. After
-``--moves`` White moves the last move is explained and the page is captured.
+``--moves`` White moves the last move is explained and the page is captured, then reduced to
+``--colors`` colours (Pillow, which matplotlib brings) so that the shipped figure stays small.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ def main() -> None:
     parser.add_argument("--url", required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--moves", type=int, default=9, help="White moves to play")
+    parser.add_argument(
+        "--colors", type=int, default=128, help="palette size of the PNG (0: keep full colour)"
+    )
     args = parser.parse_args()
     from playwright.sync_api import expect, sync_playwright
 
@@ -79,6 +83,14 @@ def main() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(args.out))
         browser.close()
+    if args.colors:
+        from PIL import Image
+
+        with Image.open(args.out) as image:
+            palette = image.convert("RGB").quantize(
+                colors=args.colors, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
+            )
+        palette.save(args.out, optimize=True)
     print(f"{args.out} written after {time.monotonic() - started:.0f} s")
 
 
