@@ -375,8 +375,9 @@ class AlphaBeta:
     """The native alpha-beta engine: one transposition table and evaluator across searches.
 
     Args:
-        evaluator: one of :data:`EVALUATORS`, ``nnue`` (the shipped network) or an NNUE model
-            directory (see :func:`latentchess.core.nnue.resolve_evaluator`).
+        evaluator: one of :data:`EVALUATORS`, ``nnue`` (the shipped network), ``latent`` (the
+            shipped sparse latent model) or an NNUE or sparse latent model directory (see
+            :func:`latentchess.core.nnue.resolve_evaluator`).
         hash_mb: transposition table size in MB.
         threads: search threads (Lazy SMP over the shared table; 1, the default, is the
             deterministic single-threaded search ``bench`` measures).
@@ -396,7 +397,7 @@ class AlphaBeta:
     ) -> None:
         from latentchess.core.nnue import resolve_evaluator
 
-        native_name = resolve_evaluator(evaluator)  # hce, pesto, nnue, an NNUE model dir
+        native_name = resolve_evaluator(evaluator)  # hce, pesto, nnue, latent, a model dir
         if hash_mb < 1:
             raise EngineError(f"hash must be at least 1 MB, got {hash_mb!r}")
         try:

@@ -6,6 +6,13 @@ through it; training and export live in :mod:`latentchess.nnue`.
 The search takes its evaluator by name (``SearchEngine(name, hash_mb)``); an NNUE is named
 ``nnue:ABSOLUTE_MODEL_DIR``, which the core loads from ``model.safetensors``.
 :func:`resolve_evaluator` maps user-facing names (``nnue``, ``hce``, a model directory) to those.
+
+``latent`` (``ab:eval=latent``) is the shipped sparse latent model's axis score as the search's
+evaluation, or ``latent:DIR`` / a sparse model directory for another: the core name is
+``latent:ABSOLUTE_MODEL_DIR``, registered with the core (weights, axis, calibration from
+``config.json``) by :func:`resolve_evaluator` itself, so that every name it returns is one the
+core can build. The score is mapped to centipawns as the latent engine reports it (the model's
+calibration, then :func:`latentchess.winprob.centipawns`; ``latent_encoder.h``).
 """
 
 from __future__ import annotations
@@ -23,9 +30,13 @@ __all__ = [
     "native_module",
     "resolve_evaluator",
     "load_network",
+    "is_sparse_latent_dir",
 ]
 
 BUILTIN_EVALUATORS = ("hce", "pesto")
+
+_REGISTERED_LATENT: dict[str, float] = {}
+"""Core latent evaluator keys already registered, with their config.json's and weights' mtime."""
 
 _PACKAGE_WEIGHTS = Path(__file__).resolve().parents[1] / "weights"
 
@@ -44,6 +55,62 @@ def is_nnue_dir(path: str | Path) -> bool:
         return False
 
 
+def _latent_config(path: Path) -> dict[str, Any] | None:
+    """A latentchess model config whose encoder is the sparse one, else None."""
+    try:
+        document = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or document.get("format") != "latentchess-model":
+        return None
+    encoder = document.get("encoder")
+    if not isinstance(encoder, dict) or encoder.get("kind") != "sparse":
+        return None
+    return document
+
+
+def is_sparse_latent_dir(path: str | Path) -> bool:
+    """Whether ``path`` is a latent model directory with the sparse encoder (``ab:eval=DIR``)."""
+    return _latent_config(Path(path)) is not None
+
+
+def _register_latent(path: Path) -> str:
+    """Register the sparse model in ``path`` with the core (once per file version); its name."""
+    key = str(path.resolve())
+    document = _latent_config(path)
+    if document is None:
+        raise EngineError(f"{str(path)!r} is not a latent model directory with the sparse encoder")
+    try:
+        stamp = max((path / f).stat().st_mtime for f in ("config.json", "model.safetensors"))
+    except OSError as error:
+        raise EngineError(f"latent model {str(path)!r}: {error}") from error
+    if _REGISTERED_LATENT.get(key) == stamp:
+        return f"latent:{key}"
+    axis = document.get("axis")
+    if not isinstance(axis, list) or not axis:
+        raise EngineError(f"latent model {str(path)!r}: config.json has no axis")
+    calibration = document.get("calibration") or {}
+    slope = float(calibration.get("slope", 0.0)) if isinstance(calibration, dict) else 0.0
+    intercept = float(calibration.get("intercept", 0.0)) if isinstance(calibration, dict) else 0.0
+    # The latent engine's rule (engines.latent.calibration): a logistic that is not increasing
+    # in the axis score falls back to the linear (s + 1) / 2.
+    logistic = isinstance(calibration, dict) and calibration.get("kind") == "logistic" and slope > 0
+    try:
+        native_module().register_latent_evaluator(
+            key,
+            str(path / "model.safetensors"),
+            str(document["encoder"].get("feature_set", "ALL")),
+            [float(value) for value in axis],
+            logistic,
+            slope,
+            intercept,
+        )
+    except (ValueError, TypeError) as error:
+        raise EngineError(f"latent model {str(path)!r}: {error}") from error
+    _REGISTERED_LATENT[key] = stamp
+    return f"latent:{key}"
+
+
 def native_module() -> Any:
     from latentchess.core import _native
 
@@ -51,22 +118,34 @@ def native_module() -> Any:
 
 
 def resolve_evaluator(name: str) -> str:
-    """``hce`` / ``pesto`` unchanged; ``nnue`` -> the shipped network; a directory -> it.
+    """``hce`` / ``pesto`` unchanged; ``nnue`` -> the shipped network; ``latent`` -> the shipped
+    latent model (``LATENTCHESS_MODEL`` if set, as the latent engine); a directory -> it.
 
-    Returns the core's evaluator name (``nnue:/abs/dir`` for networks).
+    Returns the core's evaluator name (``nnue:/abs/dir`` for networks, ``latent:/abs/dir`` for
+    sparse latent models, which this registers with the core).
 
     Raises:
-        EngineError: an unknown name, or a directory that is not an NNUE model.
+        EngineError: an unknown name, or a directory that is neither an NNUE nor a sparse latent
+            model.
     """
     if name in BUILTIN_EVALUATORS:
         return name
+    if name == "latent" or name.startswith("latent:"):
+        from latentchess.models.paths import default_model_path
+
+        directory = name[len("latent:") :] if name != "latent" else ""
+        return _register_latent(Path(directory).expanduser() if directory else default_model_path())
+    named_nnue = name == "nnue" or name.startswith("nnue:")
+    if not named_nnue and is_sparse_latent_dir(Path(name).expanduser()):
+        return _register_latent(Path(name).expanduser())
     path = default_nnue_path() if name == "nnue" else Path(name).expanduser()
     if name.startswith("nnue:"):
         path = Path(name[len("nnue:") :]).expanduser()
     if not is_nnue_dir(path):
-        known = ", ".join((*BUILTIN_EVALUATORS, "nnue"))
+        known = ", ".join((*BUILTIN_EVALUATORS, "nnue", "latent"))
         raise EngineError(
-            f"unknown evaluator {name!r}: not one of {known} and not an NNUE model directory"
+            f"unknown evaluator {name!r}: not one of {known} and not an NNUE or sparse latent "
+            "model directory"
             + (" (no network ships in this installation)" if name == "nnue" else "")
         )
     return f"nnue:{path.resolve()}"

@@ -1,7 +1,9 @@
 """``ab``: the native alpha-beta engine (C++ core) behind the :class:`latentchess.Engine` protocol.
 
 Spec examples: ``ab`` (= ``ab:eval=nnue``, the shipped network), ``ab:eval=hce`` (hand-crafted),
-``ab:eval=PATH`` (an NNUE model directory), ``ab:depth=10,hash=64``, ``ab:threads=1,multipv=3``.
+``ab:eval=latent`` (the shipped sparse latent model's axis score, mapped to centipawns by its
+calibration: the latent engine's evaluation under this search), ``ab:eval=PATH`` (an NNUE or
+sparse latent model directory), ``ab:depth=10,hash=64``, ``ab:threads=1,multipv=3``.
 ``depth``/``nodes`` in the spec cap every search on top of the limit a caller passes.
 ``ab:syzygy=DIR`` (UCI ``SyzygyPath``) probes Syzygy tables at the root (see
 :mod:`latentchess.engines.syzygy`).
@@ -67,7 +69,8 @@ class AlphaBetaConfig:
 
     Attributes:
         evaluator: ``nnue`` (the shipped network, the default: :data:`DEFAULT_EVALUATOR`),
-            ``hce`` (hand-crafted), ``pesto`` (its piece-square tables alone) or an NNUE model
+            ``hce`` (hand-crafted), ``pesto`` (its piece-square tables alone), ``latent`` (the
+            shipped sparse latent model's axis score) or an NNUE or sparse latent model
             directory.
         hash_mb: transposition table size in MB.
         threads: search threads (Lazy SMP over one shared transposition table; 1 is the
@@ -306,7 +309,8 @@ class AlphaBetaEngine(Engine):
         self._search.new_game()
 
     def set_evaluator(self, evaluator: str) -> None:
-        """Switch the evaluation (UCI ``EvalFile``): ``nnue``, ``hce``, ``pesto`` or a model dir.
+        """Switch the evaluation (UCI ``EvalFile``): ``nnue``, ``hce``, ``pesto``, ``latent`` or a
+        model directory.
 
         Raises:
             EngineError: an unknown name or an unreadable network (the old evaluation stays).

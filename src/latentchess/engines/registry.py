@@ -424,7 +424,7 @@ ENGINES: dict[str, EngineKind] = {
         ),
         EngineKind(
             name="ab",
-            summary="our alpha-beta engine (C++ core): ab[:eval=nnue|hce|pesto|DIR,depth=N,...]",
+            summary="our alpha-beta engine (C++ core): ab[:eval=nnue|hce|pesto|latent|DIR,...]",
             build=_build_ab,
         ),
         EngineKind(

@@ -16,6 +16,7 @@
 
 #include "bitboard.h"
 #include "psqt.h"
+#include "latent_encoder.h"
 #include "nnue_file.h"
 
 namespace latentchess::core {
@@ -300,12 +301,13 @@ int HandCraftedEvaluator::evaluate(const Position& position) {
 std::unique_ptr<Evaluator> make_evaluator(const std::string& name) {
   if (name == "hce") return std::make_unique<HandCraftedEvaluator>();
   if (name.rfind("nnue:", 0) == 0) return make_nnue_evaluator(name.substr(5));  // nnue_file.h
+  if (name.rfind("latent:", 0) == 0) return make_latent_evaluator(name.substr(7));  // latent_encoder.h
   if (name == "pesto") {
     HandCraftedTerms terms;
     terms.pawn_structure = terms.mobility = terms.king_safety = terms.pieces = false;
     return std::make_unique<HandCraftedEvaluator>(terms);
   }
-  throw std::invalid_argument("unknown evaluator '" + name + "' (known: hce, pesto, nnue:PATH)");
+  throw std::invalid_argument("unknown evaluator '" + name + "' (known: hce, pesto, nnue:PATH, latent:KEY)");
 }
 
 }  // namespace latentchess::core

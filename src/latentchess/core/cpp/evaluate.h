@@ -103,6 +103,8 @@ class HandCraftedEvaluator final : public Evaluator {
   std::vector<PawnEntry> pawn_table_;
 };
 
+// "hce", "pesto", "nnue:PATH" (nnue_file.h) or "latent:KEY" (a sparse latent encoder registered
+// under KEY: latent_encoder.h); std::invalid_argument for anything else.
 std::unique_ptr<Evaluator> make_evaluator(const std::string& name);
 
 }  // namespace latentchess::core

@@ -9,7 +9,10 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <utility>
 
 namespace latentchess::core {
 
@@ -322,6 +325,85 @@ float LatentEncoder::score(const Position& position, float* embedding) const {
     const NnueAccumulator accumulator = accumulators_.current_accumulator(position);
     return latent_forward(*network_, accumulator.values[White].data(), accumulator.values[Black].data(),
                           position.side_to_move(), embedding);
+}
+
+double latent_centipawns(const LatentCalibration& calibration, double score) {
+    constexpr double kWinProbabilityScale = 0.00368208;  // latentchess.winprob.WIN_PROB_SCALE
+    double logit = 0.0;
+    if (calibration.logistic) {
+        logit = calibration.slope * score + calibration.intercept;
+    } else {
+        const double p = std::clamp((score + 1.0) / 2.0, 0.0, 1.0);
+        if (p <= 0.0) return -kLatentCentipawnBound;
+        if (p >= 1.0) return kLatentCentipawnBound;
+        logit = std::log(p / (1.0 - p));
+    }
+    const double bound = kLatentCentipawnBound;
+    return std::clamp(logit / kWinProbabilityScale, -bound, bound);
+}
+
+LatentEvaluator::LatentEvaluator(std::shared_ptr<const LatentNetwork> network, LatentCalibration calibration)
+    : network_(std::move(network)), calibration_(calibration), accumulators_(network_->transformer) {}
+
+std::unique_ptr<Evaluator> LatentEvaluator::clone() const {
+    return std::make_unique<LatentEvaluator>(network_, calibration_);
+}
+
+float LatentEvaluator::axis_score(const Position& position) const {
+    const NnueAccumulator accumulator = accumulators_.current_accumulator(position);
+    return latent_forward(*network_, accumulator.values[White].data(), accumulator.values[Black].data(),
+                          position.side_to_move(), nullptr);
+}
+
+int LatentEvaluator::evaluate(const Position& position) {
+    const auto white = static_cast<int>(std::lround(latent_centipawns(calibration_, axis_score(position))));
+    const int relative = position.side_to_move() == White ? white : -white;
+    static_assert(kLatentCentipawnBound < kEvaluationBound);
+    return relative;
+}
+
+namespace {
+
+struct LatentEntry {
+    std::shared_ptr<const LatentNetwork> network;
+    LatentCalibration calibration;
+};
+
+std::mutex& registry_mutex() {
+    static std::mutex mutex;
+    return mutex;
+}
+
+std::map<std::string, LatentEntry>& registry() {
+    static std::map<std::string, LatentEntry> entries;
+    return entries;
+}
+
+}  // namespace
+
+void register_latent_network(const std::string& key, std::shared_ptr<const LatentNetwork> network,
+                             LatentCalibration calibration) {
+    if (!network) throw std::invalid_argument("latent evaluator '" + key + "': no network");
+    if (calibration.logistic && !(std::isfinite(calibration.slope) && std::isfinite(calibration.intercept))) {
+        throw std::invalid_argument("latent evaluator '" + key + "': calibration is not finite");
+    }
+    const std::lock_guard<std::mutex> lock(registry_mutex());
+    registry()[key] = LatentEntry{std::move(network), calibration};
+}
+
+std::unique_ptr<Evaluator> make_latent_evaluator(const std::string& key) {
+    LatentEntry entry;
+    {
+        const std::lock_guard<std::mutex> lock(registry_mutex());
+        const auto found = registry().find(key);
+        if (found == registry().end()) {
+            throw std::invalid_argument("latent evaluator '" + key +
+                                        "' is not registered (latentchess.core.nnue.resolve_evaluator "
+                                        "registers a sparse model directory)");
+        }
+        entry = found->second;
+    }
+    return std::make_unique<LatentEvaluator>(std::move(entry.network), entry.calibration);
 }
 
 }  // namespace latentchess::core

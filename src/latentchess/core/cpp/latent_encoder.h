@@ -22,11 +22,25 @@
 //    a LatentEncoder belongs to one search (one thread).
 //  * Construction validates every size and value (finite weights, non-zero axis) and throws
 //    std::invalid_argument naming the source; nothing here aborts.
+//  * LatentEvaluator is the alpha-beta search's evaluation slot (evaluate.h) fed by this encoder
+//    (`ab:eval=latent`): the same accumulators, null moves included (the accumulators do not
+//    depend on the side to move; the dense layers read it), and the axis score mapped to
+//    centipawns as the latent engine reports it: White's win probability by the model's
+//    calibration, p = 1 / (1 + exp(-(slope * s + intercept))), then winprob.centipawns, i.e.
+//    cp = logit(p) / 0.00368208, clipped to +-kLatentCentipawnBound; without an increasing
+//    calibration the linear p = (s + 1) / 2 (latent.calibration's fallback).
+//  * The search names evaluators by string, so networks are registered by key first
+//    (register_latent_network; Python does it in latentchess.core.nnue.resolve_evaluator) and
+//    make_evaluator("latent:KEY") builds an evaluator over the registered network. The
+//    registry is guarded by a mutex; a key registered again replaces the entry for evaluators
+//    made afterwards (those already made keep their network).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "evaluate.h"
 
 #include "nnue.h"
 #include "position.h"
@@ -104,5 +118,57 @@ class LatentEncoder {
     std::shared_ptr<const LatentNetwork> network_;
     NnueEvaluator accumulators_;
 };
+
+// The model's map from axis score (White's view) to White's win probability.
+struct LatentCalibration {
+    bool logistic = false;  // false: the linear fallback (s + 1) / 2
+    double slope = 1.0, intercept = 0.0;
+};
+
+// |cp| of the latent evaluation never exceeds this (pov_score's clip of the latent engine).
+inline constexpr int kLatentCentipawnBound = 10000;
+
+// White's centipawns for an axis score under `calibration` (unrounded, clipped).
+double latent_centipawns(const LatentCalibration& calibration, double score);
+
+class LatentEvaluator final : public Evaluator {
+  public:
+    LatentEvaluator(std::shared_ptr<const LatentNetwork> network, LatentCalibration calibration);
+
+    std::string name() const override { return "latent"; }
+    std::unique_ptr<Evaluator> clone() const override;
+
+    void reset(const Position& position) override { accumulators_.reset(position); }
+    void on_do_move(const Position& before, Move move) override { accumulators_.on_do_move(before, move); }
+    void on_undo_move() override { accumulators_.on_undo_move(); }
+    void on_do_null_move() override { accumulators_.on_do_null_move(); }
+    void on_undo_null_move() override { accumulators_.on_undo_null_move(); }
+
+    // Centipawns, side to move's view (latent_centipawns of axis_score, rounded).
+    int evaluate(const Position& position) override;
+
+    // The axis score (White's view) from the incremental accumulators; `position` must be the
+    // one the stack is at.
+    float axis_score(const Position& position) const;
+    // The stack top's accumulators (for tests: equal to refresh_accumulator's).
+    NnueAccumulator current_accumulator(const Position& position) const {
+        return accumulators_.current_accumulator(position);
+    }
+    const LatentNetwork& network() const { return *network_; }
+    const LatentCalibration& calibration() const { return calibration_; }
+
+  private:
+    std::shared_ptr<const LatentNetwork> network_;
+    LatentCalibration calibration_;
+    NnueEvaluator accumulators_;
+};
+
+// Registers (or replaces) the network and calibration under `key`.
+void register_latent_network(const std::string& key, std::shared_ptr<const LatentNetwork> network,
+                             LatentCalibration calibration);
+
+// The evaluator make_evaluator returns for "latent:KEY"; std::invalid_argument for a key never
+// registered.
+std::unique_ptr<Evaluator> make_latent_evaluator(const std::string& key);
 
 }  // namespace latentchess::core

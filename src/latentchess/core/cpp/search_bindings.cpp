@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "evaluate.h"
+#include "latent_encoder.h"
 #include "position.h"
 #include "search.h"
 #include "see.h"
@@ -354,6 +355,80 @@ void bind_search(py::module_& module) {
       py::arg("position"), py::arg("moves"), py::arg("evaluator") = "hce",
       "Evaluations along `moves` from `position`: updated move by move (as the search does) and "
       "from scratch at each position; equal lists when the incremental update is right.");
+  module.def(
+      "register_latent_evaluator",
+      [](const std::string& key, const std::string& path, const std::string& feature_set,
+         const std::vector<float>& axis, bool logistic, double slope, double intercept,
+         int accumulator_scale) {
+        try {
+          register_latent_network(key, load_latent_network(path, feature_set, axis, accumulator_scale),
+                                  LatentCalibration{logistic, slope, intercept});
+        } catch (const std::invalid_argument& error) {
+          throw py::value_error(error.what());
+        }
+      },
+      py::arg("key"), py::arg("path"), py::arg("feature_set"), py::arg("axis"), py::arg("logistic"),
+      py::arg("slope"), py::arg("intercept"), py::arg("accumulator_scale") = 0,
+      "Load the sparse encoder in `path` and register it as the evaluator 'latent:KEY' "
+      "(latent_encoder.h); `logistic` false: the linear calibration (s + 1) / 2.");
+  module.def(
+      "latent_evaluator_walk",
+      [](const Position& root, const std::vector<int>& steps, const std::string& evaluator) {
+        std::unique_ptr<Evaluator> made;
+        try {
+          made = make_evaluator(evaluator);
+        } catch (const std::invalid_argument& error) {
+          throw py::value_error(error.what());
+        }
+        auto* latent = dynamic_cast<LatentEvaluator*>(made.get());
+        if (latent == nullptr) throw py::value_error("'" + evaluator + "' is not a latent evaluator");
+        Position position = root;
+        latent->reset(position);
+        std::vector<std::pair<bool, Move>> done;  // (null move, move)
+        std::vector<float> incremental, refreshed;
+        std::vector<int> centipawns;
+        bool accumulators_equal = true;
+        const auto record = [&]() {
+          incremental.push_back(latent->axis_score(position));
+          refreshed.push_back(latent_refresh_score(latent->network(), position));
+          centipawns.push_back(latent->evaluate(position));
+          const NnueAccumulator ours = latent->current_accumulator(position);
+          const NnueAccumulator fresh = refresh_accumulator(*latent->network().transformer, position);
+          accumulators_equal = accumulators_equal && ours.values[White] == fresh.values[White] &&
+                               ours.values[Black] == fresh.values[Black];
+        };
+        record();
+        for (const int step : steps) {
+          if (step == -1 || step == -3) {  // undo the last move (-1) or null move (-3)
+            if (done.empty() || done.back().first != (step == -3)) throw py::value_error("bad undo step");
+            if (step == -3) {
+              position.undo_null_move();
+              latent->on_undo_null_move();
+            } else {
+              position.undo_move();
+              latent->on_undo_move();
+            }
+            done.pop_back();
+          } else if (step == -2) {  // null move
+            if (position.in_check()) throw py::value_error("null move in check in '" + position.fen() + "'");
+            latent->on_do_null_move();
+            position.do_null_move();
+            done.emplace_back(true, Move());
+          } else {
+            const Move move = Move::from_bits(static_cast<std::uint16_t>(step & 0xFFFF));
+            if (!position.is_legal(move)) throw MoveError("illegal move " + move.to_uci() + " in '" + position.fen() + "'");
+            latent->on_do_move(position, move);
+            position.do_move(move);
+            done.emplace_back(false, move);
+          }
+          record();
+        }
+        return py::make_tuple(incremental, refreshed, centipawns, accumulators_equal);
+      },
+      py::arg("position"), py::arg("steps"), py::arg("evaluator"),
+      "Walk a latent evaluator through `steps` (16-bit moves; -1 undo a move, -2 null move, -3 "
+      "undo a null move): after each, (the axis score from the incremental accumulators, the "
+      "refresh's, the evaluation in centipawns, whether every accumulator equalled the refresh's).");
   module.def(
       "search_parameter_defaults", []() { return parameters_to_dict(SearchParameters{}); },
       "The tunable search constants' defaults by name, in declaration order.");
