@@ -26,7 +26,7 @@ import chess.engine
 import chess.pgn
 
 from latentchess.engines.latent import LatentEngine
-from latentchess.models.paths import SHIPPED_WEIGHTS
+from latentchess.paths import SHIPPED_WEIGHTS
 from latentchess.provenance import git_commit
 from latentchess.textfiles import find_text, open_text
 

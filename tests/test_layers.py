@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "latentchess"
 LAYERS = {
     # pure functions and error types
     "errors": 0, "encoding": 0, "winprob": 0, "squares": 0, "argtypes": 0, "provenance": 0,
-    "wdl": 0, "batch_keys": 0, "resources": 0, "weights": 0, "textfiles": 0,
+    "wdl": 0, "batch_keys": 0, "resources": 0, "weights": 0, "textfiles": 0, "paths": 0,
     "cluster": 0,  # where units of work run (threads or a Dask cluster): only errors, argtypes
     "core": 1,  # the C++ extension and its Python side (alpha-beta, NNUE lookup)
     "data": 2,

@@ -131,7 +131,7 @@ def resolve_evaluator(name: str) -> str:
     if name in BUILTIN_EVALUATORS:
         return name
     if name == "latent" or name.startswith("latent:"):
-        from latentchess.models.paths import default_model_path
+        from latentchess.paths import default_model_path
 
         directory = name[len("latent:") :] if name != "latent" else ""
         return _register_latent(Path(directory).expanduser() if directory else default_model_path())

@@ -238,7 +238,7 @@ def declared_search(model: str | Path | LatentModel | None) -> SearchConfig:
     import json
 
     if model is None:
-        from latentchess.models.paths import default_model_path
+        from latentchess.paths import default_model_path
 
         model = default_model_path()
     if isinstance(model, str | Path):
@@ -517,7 +517,7 @@ class LatentEngine(Engine):
         hash_mb = self._hash_mb or max(1, c.cache_size * BYTES_PER_CACHE_ENTRY // 1_000_000)
         model = self._model_path
         if model is None:
-            from latentchess.models.paths import default_model_path
+            from latentchess.paths import default_model_path
 
             model = str(default_model_path())
         return [

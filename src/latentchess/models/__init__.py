@@ -29,7 +29,7 @@ _LAZY: dict[str, str] = {
     "Embedding": "latentchess.models.encoder",
     "export_onnx": "latentchess.models.export",
     "LatentModel": "latentchess.models.inference",
-    "default_model_path": "latentchess.models.paths",
+    "default_model_path": "latentchess.paths",
     "load_model": "latentchess.models.io",
     "read_model_config": "latentchess.models.io",
     "save_model": "latentchess.models.io",

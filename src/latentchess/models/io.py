@@ -35,7 +35,7 @@ from latentchess.models.config import AnyEncoderConfig, EncoderConfig, encoder_c
 from latentchess.models.encoder import Encoder
 from latentchess.models.gab_encoder import build_encoder
 from latentchess.models.inference import HASH_LENGTH, LatentModel
-from latentchess.models.paths import SHIPPED_WEIGHTS, default_model_path
+from latentchess.paths import SHIPPED_WEIGHTS, default_model_path
 from latentchess.provenance import git_commit as _git_commit
 
 __all__ = [

@@ -1,5 +1,6 @@
-"""Where the shipped latent model lives (no PyTorch here: the UCI session lists it as the
-``Model`` option's default before the model is loaded)."""
+"""Where the shipped models live (no PyTorch, no NumPy: the UCI session lists the latent model as
+the ``Model`` option's default before the model is loaded, and the core finds it for
+``ab:eval=latent``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 __all__ = ["DEFAULT_MODEL", "SHIPPED_WEIGHTS", "default_model_path"]
 
-SHIPPED_WEIGHTS = Path(__file__).resolve().parents[1] / "weights"
+SHIPPED_WEIGHTS = Path(__file__).resolve().parent / "weights"
 """The package's ``weights/`` directory (package data: a checkout, ``pip install .``, a wheel)."""
 
 DEFAULT_MODEL = "sparse-64"
