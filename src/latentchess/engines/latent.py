@@ -30,6 +30,7 @@ from latentchess.engines.base import (
     MoveScore,
     TimeBudget,
     button,
+    check,
     combo,
     spin,
     string,
@@ -218,7 +219,16 @@ def search_config_from_options(
         raise EngineError(f"bad latent engine options {options!r}: {error}") from error
 
 
-_DECLARABLE = ("mode", "depth", "width", "alpha_beta", "frontier_batch", "leaf_chunk")
+_DECLARABLE = (
+    "mode",
+    "depth",
+    "width",
+    "alpha_beta",
+    "frontier_batch",
+    "leaf_chunk",
+    "qs",
+    "revise",
+)
 """The :class:`SearchConfig` fields a model may declare (the cache size is the user's ``Hash``;
 the draw score comes from the model's calibration)."""
 
@@ -471,7 +481,7 @@ class LatentEngine(Engine):
         old = self._searcher
         if self._native_encoder is not None and self.policy is None:
             self._searcher = NativeSearcher(self._native_encoder, self.config)
-        else:  # a root policy needs the Python search
+        else:  # a root policy needs the Python search (the paper's: no qs, no revise)
             self._searcher = Searcher(self.score_boards, self.config)
         if old is not None:
             self._searcher.seconds_per_position = old.seconds_per_position
@@ -511,8 +521,8 @@ class LatentEngine(Engine):
     # -- options ---------------------------------------------------------------------------------
 
     def options(self) -> list[EngineOption]:
-        """``Model``, ``Precision``, ``Depth``, ``Width``, ``Mode``, ``Native``, ``Threads``,
-        ``Hash``, ``Move Overhead``, ``Clear Hash``."""
+        """``Model``, ``Precision``, ``Depth``, ``Width``, ``Mode``, ``QS``, ``Revise``,
+        ``Native``, ``Threads``, ``Hash``, ``Move Overhead``, ``Clear Hash``."""
         c = self.config
         hash_mb = self._hash_mb or max(1, c.cache_size * BYTES_PER_CACHE_ENTRY // 1_000_000)
         model = self._model_path
@@ -526,6 +536,13 @@ class LatentEngine(Engine):
             spin("Depth", c.depth, 1, MAX_DEPTH, lambda v: self._choose(depth=v), "depth"),
             spin("Width", c.width, 1, 256, lambda v: self._choose(width=v), "width"),
             combo("Mode", c.mode, MODES, lambda v: self._choose(mode=v), "mode"),
+            check("QS", c.qs, lambda v: self._choose(qs=_coerce("qs", v, bool)), "qs"),
+            check(
+                "Revise",
+                c.revise,
+                lambda v: self._choose(revise=_coerce("revise", v, bool)),
+                "revise",
+            ),
             combo("Native", self._native, NATIVE_CHOICES, self._set_native, "native"),
             spin(
                 "Threads",

@@ -56,6 +56,15 @@ class SearchConfig:
             (fewer positions, smaller batches: best on CPU); 0 scores whole sibling sets.
         draw_score: axis score of a drawn position (the cosine where White's calibrated win
             probability is 1/2; 0 without a calibration).
+        qs: resolve captures at the horizon (an addition to the paper's search, native core
+            only): each leaf is worth a quiescence search on the axis score (stand pat, then
+            captures and queen promotions that do not lose material by SEE; every evasion in
+            check; 16 plies at most), and top-k never cuts a move that wins material by SEE.
+        revise: re-search an iteration whose value fails low (falls by more than 0.05 below the
+            previous iteration's, the mover's view) with twice the width at the root and at
+            ply 1 (an addition to the paper's search, native core only).
+        ``qs`` and ``revise`` are minimax-only and the Python search (the paper's, kept as the
+        reference) does not implement them; off, the native search is the paper's exactly.
     """
 
     mode: str = "minimax"
@@ -66,6 +75,8 @@ class SearchConfig:
     frontier_batch: bool = False
     leaf_chunk: int = 8
     draw_score: float = 0.0
+    qs: bool = False
+    revise: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -183,6 +183,8 @@ class NativeSearcher:
             alpha_beta=self.config.alpha_beta,
             leaf_cutoffs=self.config.leaf_chunk > 0,
             draw_score=self.config.draw_score,
+            qs=self.config.qs,
+            revise=self.config.revise,
         )
 
     def new_game(self) -> None:

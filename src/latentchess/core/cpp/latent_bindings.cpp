@@ -243,6 +243,7 @@ py::dict result_to_dict(const LatentSearchResult& result) {
     out["nodes"] = result.nodes;
     out["time_s"] = result.time_s;
     out["completed"] = result.completed;
+    out["revisions"] = result.revisions;
     py::list roots;
     for (const LatentRootMove& root : result.root_moves)
         roots.append(py::make_tuple(root.move.to_uci(), root.static_value, optional_float(root.value), root.exact));
@@ -253,8 +254,8 @@ py::dict result_to_dict(const LatentSearchResult& result) {
 class PyLatentSearch {
   public:
     PyLatentSearch(const PyLatentEncoder& encoder, const std::string& mode, int width, bool alpha_beta,
-                   bool leaf_cutoffs, double draw_score)
-        : search_(encoder.network(), make_config(mode, width, alpha_beta, leaf_cutoffs, draw_score)) {}
+                   bool leaf_cutoffs, double draw_score, bool qs, bool revise)
+        : search_(encoder.network(), make_config(mode, width, alpha_beta, leaf_cutoffs, draw_score, qs, revise)) {}
 
     py::dict search(const Position& position, const std::vector<std::uint64_t>& history_keys, int depth,
                     double deadline_s, double soft_deadline_s, long long max_nodes, bool exact_root,
@@ -319,7 +320,7 @@ class PyLatentSearch {
 
   private:
     static LatentSearchConfig make_config(const std::string& mode, int width, bool alpha_beta,
-                                          bool leaf_cutoffs, double draw_score) {
+                                          bool leaf_cutoffs, double draw_score, bool qs, bool revise) {
         if (mode != "minimax" && mode != "beam")
             throw std::invalid_argument("unknown latent search mode '" + mode + "'");
         LatentSearchConfig config;
@@ -328,6 +329,8 @@ class PyLatentSearch {
         config.alpha_beta = alpha_beta;
         config.leaf_cutoffs = leaf_cutoffs;
         config.draw_score = draw_score;
+        config.qs = qs;
+        config.revise = revise;
         return config;
     }
 
@@ -392,9 +395,10 @@ void bind_latent(py::module_& module) {
         .def("time_games", &PyLatentEncoder::time_games, py::arg("fens"), py::arg("games"), py::arg("repeat") = 1);
 
     py::class_<PyLatentSearch>(module, "LatentSearch", "The SOLIS latent search (see latent_search.h).")
-        .def(py::init<const PyLatentEncoder&, const std::string&, int, bool, bool, double>(), py::arg("encoder"),
-             py::arg("mode") = "minimax", py::arg("width") = 3, py::arg("alpha_beta") = true,
-             py::arg("leaf_cutoffs") = true, py::arg("draw_score") = 0.0)
+        .def(py::init<const PyLatentEncoder&, const std::string&, int, bool, bool, double, bool, bool>(),
+             py::arg("encoder"), py::arg("mode") = "minimax", py::arg("width") = 3, py::arg("alpha_beta") = true,
+             py::arg("leaf_cutoffs") = true, py::arg("draw_score") = 0.0, py::arg("qs") = false,
+             py::arg("revise") = false)
         .def("search", &PyLatentSearch::search, py::arg("position"), py::arg("history_keys"), py::arg("depth"),
              py::arg("deadline_s") = -1.0, py::arg("soft_deadline_s") = -1.0, py::arg("max_nodes") = -1,
              py::arg("exact_root") = false, py::arg("iterate") = true, py::arg("on_iteration") = py::none(),

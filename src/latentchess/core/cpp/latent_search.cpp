@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "movegen.h"
+#include "see.h"
 
 namespace latentchess::core {
 
@@ -49,6 +50,20 @@ int refutation_key(const Position& position, Move move) {
     return -(victim + promotion) * 8 + attacker;
 }
 
+bool is_capture(const Position& position, Move move) {
+    return position.piece_type_on(move.to()) != NoPieceType || is_en_passant(position, move);
+}
+
+// A capture or promotion that wins material by SEE: top-k keeps it (qs).
+bool wins_material(const Position& position, Move move) {
+    return (is_capture(position, move) || move.promotion() != NoPieceType) && see_at_least(position, move, 1);
+}
+
+bool insufficient(const Position& position) {
+    const bool no_heavy = (position.pieces(Pawn) | position.pieces(Rook) | position.pieces(Queen)) == 0;
+    return no_heavy && position.is_insufficient_material();
+}
+
 }  // namespace
 
 void python_chess_move_order(const Position& position, MoveList& moves) {
@@ -64,6 +79,9 @@ LatentSearch::LatentSearch(std::shared_ptr<const LatentNetwork> network, LatentS
     if (config_.width < 1) throw std::invalid_argument("latent search width must be at least 1");
     if (!(config_.draw_score >= -1.0 && config_.draw_score <= 1.0))
         throw std::invalid_argument("latent search draw_score must lie in [-1, 1]");
+    if (config_.qs_plies < 0) throw std::invalid_argument("latent search qs_plies must be >= 0");
+    if (config_.revise_factor < 1 || !(config_.revise_margin >= 0.0))
+        throw std::invalid_argument("latent search revise_factor must be >= 1 and revise_margin >= 0");
 }
 
 void LatentSearch::do_move(Move move) {
@@ -104,7 +122,8 @@ bool LatentSearch::is_history_draw(int clock, std::uint64_t key) const {
     return count >= 2;
 }
 
-LatentSearch::Child LatentSearch::value_child(Move move, int ply, bool parent_white) {
+LatentSearch::Child LatentSearch::value_child(Move move, int ply, bool parent_white, bool resolve, double alpha,
+                                              double beta) {
     Child child;
     child.move = move;
     do_move(move);
@@ -122,10 +141,67 @@ LatentSearch::Child LatentSearch::value_child(Move move, int ply, bool parent_wh
         child.value = config_.draw_score;
         child.terminal = true;
     } else {
-        child.value = score_current();
+        child.value = resolve ? quiescence(ply + 1, 0, alpha, beta) : score_current();
     }
     undo_move();
     return child;
+}
+
+double LatentSearch::quiescence(int ply, int qply, double alpha, double beta) {
+    const Position& position = *position_;
+    const bool white = position.side_to_move() == White;
+    const bool in_check = position.in_check();
+    MoveList moves;
+    generate_legal_moves(position, moves);
+    if (moves.size == 0) {
+        if (!in_check) return config_.draw_score;
+        const double mate = kLatentMateValue - ply;
+        return white ? -mate : mate;
+    }
+    double best = white ? -kInfinity : kInfinity;
+    if (!in_check || qply >= config_.qs_plies) {
+        best = score_current();  // stand pat
+        if (qply >= config_.qs_plies) return best;
+        if (white) {
+            if (best >= beta) return best;
+            alpha = std::max(alpha, best);
+        } else {
+            if (best <= alpha) return best;
+            beta = std::min(beta, best);
+        }
+    }
+    std::vector<std::pair<int, Move>> order;
+    for (const Move move : moves) {
+        if (!in_check) {
+            if (!is_capture(position, move) && move.promotion() != Queen) continue;
+            if (!see_at_least(position, move, 0)) continue;  // loses material: pruned
+        }
+        order.emplace_back(refutation_key(position, move), move);
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [key, move] : order) {
+        do_move(move);
+        const double value = insufficient(*position_) ? config_.draw_score
+                                                      : quiescence(ply + 1, qply + 1, alpha, beta);
+        undo_move();
+        if (white ? value > best : value < best) best = value;
+        if (white) alpha = std::max(alpha, value);
+        else beta = std::min(beta, value);
+        if (alpha >= beta) break;
+    }
+    return best;
+}
+
+std::vector<std::size_t> LatentSearch::expanded(const std::vector<Child>& children, int ply) const {
+    const std::size_t width = std::min(children.size(), static_cast<std::size_t>(width_at(ply)));
+    std::vector<std::size_t> indices(width);
+    std::iota(indices.begin(), indices.end(), std::size_t{0});
+    if (config_.qs) {
+        for (std::size_t index = width; index < children.size(); ++index)
+            if (wins_material(*position_, children[index].move)) indices.push_back(index);
+    }
+    return indices;
 }
 
 std::vector<LatentSearch::Child> LatentSearch::children_of(int ply) {
@@ -159,7 +235,16 @@ double LatentSearch::leaf_parent(int ply, double alpha, double beta, std::vector
     double best = white ? -kInfinity : kInfinity;
     int best_index = moves.size;
     for (const int index : order) {
-        const double value = value_child(moves[index], ply, white).value;
+        double value;
+        if (config_.qs) {
+            const double low = white && best > alpha ? best : alpha;
+            const double high = !white && best < beta ? best : beta;
+            value = value_child(moves[index], ply, white, true, config_.alpha_beta ? low : -kInfinity,
+                                config_.alpha_beta ? high : kInfinity)
+                        .value;
+        } else {
+            value = value_child(moves[index], ply, white).value;
+        }
         // Ties go to the earliest move in generation order, as in the full sort.
         if ((white ? value > best : value < best) || (value == best && index < best_index)) {
             best = value;
@@ -172,12 +257,18 @@ double LatentSearch::leaf_parent(int ply, double alpha, double beta, std::vector
 }
 
 double LatentSearch::minimax(int ply, int depth, double alpha, double beta, std::vector<Move>& pv) {
-    if (depth == 1 && config_.leaf_cutoffs && config_.alpha_beta) return leaf_parent(ply, alpha, beta, pv);
+    if (depth == 1 && (config_.qs || (config_.leaf_cutoffs && config_.alpha_beta)))
+        return leaf_parent(ply, alpha, beta, pv);
     std::vector<Child> children = children_of(ply);
     const bool white = position_->side_to_move() == White;
     sort_by_value(children, white);
-    if (children.size() > static_cast<std::size_t>(config_.width))
-        children.resize(static_cast<std::size_t>(config_.width));
+    if (children.size() > static_cast<std::size_t>(width_at(ply))) {
+        const std::vector<std::size_t> keep = expanded(children, ply);
+        std::vector<Child> kept;
+        kept.reserve(keep.size());
+        for (const std::size_t index : keep) kept.push_back(children[index]);
+        children = std::move(kept);
+    }
     if (depth == 1) {
         pv.assign(1, children.front().move);
         return children.front().value;
@@ -233,17 +324,17 @@ LatentSearchResult LatentSearch::run_iteration(int depth, bool exact_root) {
     const bool white = position_->side_to_move() == White;
     sort_by_value(children, white);
     if (config_.beam) return beam(children, depth);
-    const std::size_t top = std::min(children.size(), static_cast<std::size_t>(config_.width));
+    const std::vector<std::size_t> expand = expanded(children, 0);
     std::vector<std::optional<double>> values(children.size());
     std::vector<bool> exact(children.size(), false);
     double best = white ? -kInfinity : kInfinity;
     LatentSearchResult result;
     std::vector<Move> line;
-    for (std::size_t index = 0; index < top; ++index) {
+    for (const std::size_t index : expand) {
         const Child& child = children[index];
         double value;
         line.clear();
-        if (child.terminal || depth == 1) {
+        if (child.terminal || (depth == 1 && !config_.qs)) {
             value = child.value;
         } else {
             double alpha = -kInfinity, beta = kInfinity;
@@ -253,14 +344,14 @@ LatentSearchResult LatentSearch::run_iteration(int depth, bool exact_root) {
             }
             do_move(child.move);
             path_.assign(1, child.key);
-            value = minimax(1, depth - 1, alpha, beta, line);
+            value = depth == 1 ? quiescence(1, 0, alpha, beta) : minimax(1, depth - 1, alpha, beta, line);
             path_.clear();
             undo_move();
         }
         const bool improved = white ? value > best : value < best;
         values[index] = value;
         exact[index] = improved || exact_root || index == 0 || !config_.alpha_beta || child.terminal ||
-                       depth == 1;
+                       (depth == 1 && !config_.qs);
         if (improved) {
             best = value;
             result.pv.assign(1, child.move);
@@ -357,6 +448,8 @@ LatentSearchResult LatentSearch::search(const Position& root, const std::vector<
     stop_ = stop;
     nodes_before_ = 0;
     bool have_best = false;
+    int revisions = 0;
+    wide_width_ = 0;
     double last_time = 0.0;
     long long last_nodes = 0, previous_nodes = 0;
     for (int depth = limits.iterate ? 1 : limits.depth; depth <= limits.depth; ++depth) {
@@ -384,17 +477,44 @@ LatentSearchResult LatentSearch::search(const Position& root, const std::vector<
         }
         nodes_before_ += nodes_;
         if (aborted) break;
+        long long iteration_nodes = nodes_;
+        if (config_.revise && !config_.beam && have_best && !is_mate_value(best.value) &&
+            !is_mate_value(result.value)) {
+            const bool white = root.side_to_move() == White;
+            const double drop = white ? best.value - result.value : result.value - best.value;
+            if (drop > config_.revise_margin) {
+                position_.emplace(root);
+                encoder_.reset(*position_);
+                path_.clear();
+                nodes_ = 0;
+                wide_width_ = config_.width * config_.revise_factor;
+                try {
+                    LatentSearchResult wide = run_iteration(depth, limits.exact_root);
+                    wide.revisions = result.revisions + 1;
+                    result = std::move(wide);
+                } catch (const Aborted&) {
+                    aborted = true;
+                }
+                wide_width_ = 0;
+                nodes_before_ += nodes_;
+                iteration_nodes += nodes_;
+                ++revisions;
+            }
+        }
         previous_nodes = last_nodes;
-        last_nodes = nodes_;
+        last_nodes = iteration_nodes;
         last_time = elapsed() - began;
         best = std::move(result);
         have_best = true;
+        best.revisions = revisions;
         best.nodes = nodes_before_;
         best.time_s = elapsed();
         if (on_iteration) on_iteration(best);
         if (!config_.beam && is_mate_value(best.value)) break;
+        if (aborted) break;  // the wider re-search was stopped: the narrow result stands
     }
     best.nodes = nodes_before_;
+    best.revisions = revisions;
     best.time_s = elapsed();
     best.completed = best.depth == limits.depth || is_mate_value(best.value);
     position_.reset();

@@ -25,6 +25,20 @@
 //    deadline. A forced mate ends minimax deepening.
 //  * One LatentSearch runs one search at a time (its own position and encoder); the network is
 //    shared and immutable.
+//  * Two additions to the paper's search, both off by default (off: the paper's search, exactly
+//    as above), minimax only (beam ignores them):
+//    - `qs`: every leaf is resolved by a quiescence search instead of its static score: stand
+//      pat on the axis score (side to move's view), then captures and queen promotions that do
+//      not lose material by SEE (see.h, as `ab`'s quiescence prunes them), MVV-LVA first, with
+//      alpha-beta; in check no stand pat and every evasion (checkmate exact, stalemate the draw
+//      score); at most `qs_plies` plies (then the static score). Leaf parents (and the root at
+//      depth 1) then search every child that way, with alpha-beta, whatever leaf_cutoffs says.
+//      Top-k never cuts a move that wins material by SEE (see_at_least(move, 1)): such moves
+//      are expanded after the `width` best, in score order.
+//    - `revise`: when an iteration's value falls below the previous iteration's by more than
+//      `revise_margin` (axis units, the root mover's view; no mates), the same depth is
+//      searched again with `revise_factor` times the width at the root and at ply 1; that result
+//      replaces the narrow one (kept when the re-search is stopped).
 #pragma once
 
 #include <atomic>
@@ -51,6 +65,11 @@ struct LatentSearchConfig {
     bool alpha_beta = true;     // cutoffs among expanded children
     bool leaf_cutoffs = true;   // Python's leaf_chunk > 0: leaf parents stop at a cutoff
     double draw_score = 0.0;
+    bool qs = false;              // quiescence at the horizon; SEE winners survive top-k
+    int qs_plies = 16;            // the quiescence search's depth cap
+    bool revise = false;          // wider re-search of an iteration that fails low
+    double revise_margin = 0.05;  // how far below the last iteration's value counts as a fail-low
+    int revise_factor = 2;        // root and ply-1 width multiplier of the re-search
 };
 
 struct LatentSearchLimits {
@@ -78,6 +97,7 @@ struct LatentSearchResult {
     long long nodes = 0;  // positions scored (embedded), all iterations
     double time_s = 0.0;
     bool completed = true;
+    int revisions = 0;  // iterations re-searched wider (revise), all iterations
     std::vector<LatentRootMove> root_moves;
 };
 
@@ -121,7 +141,13 @@ class LatentSearch {
     LatentSearchResult run_iteration(int depth, bool exact_root);
     LatentSearchResult beam(const std::vector<Child>& children, int depth);
     // Values `move` from the current node (ply `ply`, `path` its keys after the root).
-    Child value_child(Move move, int ply, bool parent_white);
+    // With `resolve`, a non-terminal child is worth its quiescence value in (alpha, beta).
+    Child value_child(Move move, int ply, bool parent_white, bool resolve = false,
+                      double alpha = 0.0, double beta = 0.0);
+    double quiescence(int ply, int qply, double alpha, double beta);
+    int width_at(int ply) const { return wide_width_ > 0 && ply <= 1 ? wide_width_ : config_.width; }
+    // The indices of `children` (sorted best first) that a node at `ply` expands.
+    std::vector<std::size_t> expanded(const std::vector<Child>& children, int ply) const;
     std::vector<Child> children_of(int ply);
     double minimax(int ply, int depth, double alpha, double beta, std::vector<Move>& pv);
     double leaf_parent(int ply, double alpha, double beta, std::vector<Move>& pv);
@@ -144,6 +170,7 @@ class LatentSearch {
     const std::atomic<bool>* stop_ = nullptr;
     std::chrono::steady_clock::time_point started_;
     bool abortable_ = false;
+    int wide_width_ = 0;  // > 0 while a revise re-search runs
     long long nodes_before_ = 0;
     long long nodes_ = 0;
 };
