@@ -35,7 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
             "and Allie: skip the first 10 plies, drop every position from the first ply where the "
             "mover's clock ([%clk]) is under 30 s, blitz games only, bands <1400, 1400-1999, "
             "2000-2399, >=2400. '--skip-plies 0 --min-clock 0 --time-control any' scores every "
-            "position."
+            "position. A protocol that keeps no position is an error (status 2) naming each filter "
+            "that removed games or positions, by speed, and the flag that keeps them. A model "
+            "with a time-control input is given each game's band (TimeControl); accuracy by "
+            "speed is printed when there are several, and the JSON keeps per-game hits for "
+            "paired comparisons (latentchess.evaluation.human.paired_difference)."
         ),
     )
     p.add_argument("games", type=Path, help="PGN of rated games (.pgn, .gz, .xz, .zst)")
@@ -140,6 +144,15 @@ def _run(args: argparse.Namespace) -> int:
     )
     print("filters: " + ", ".join(f"{k} {v}" for k, v in filters.items()))
     print(result.table())
+    speeds = result.extra.get("by_speed", {})
+    if len(speeds) > 1 or result.extra.get("time_control_input"):
+        for speed, row in speeds.items():
+            ci = row["ci95"]
+            interval = f"  [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+            print(
+                f"{speed:>10}  {row['positions']:>9}  {row['games']:>5}  "
+                f"{row['accuracy']:>6.3f}{interval}"
+            )
     if args.json is not None:
         write_json(result, args.json)
         print(f"written: {args.json}")

@@ -315,8 +315,8 @@ def _add_chessformer_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument(
         "--model-config",
-        default="cf-micro",
-        help="a name from CHESSFORMER_CONFIGS (default cf-micro)",
+        default=None,
+        help="a name from CHESSFORMER_CONFIGS (default cf-micro; with --init-from, its model's)",
     )
     p.add_argument("--history", type=int, default=None, help="previous boards (config's default)")
     p.add_argument("--side-features", action="store_true", help="castling/ep/rule-50/repetition")
@@ -347,6 +347,35 @@ def _add_chessformer_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-every", type=int, default=200)
     p.add_argument("--log-every", type=int, default=20)
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--time-control",
+        action="store_true",
+        help="condition on the game's time-control band (bullet, blitz, rapid, classical)",
+    )
+    p.add_argument(
+        "--mirror",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="mirror a <-> h with probability P the positions without castling rights",
+    )
+    p.add_argument(
+        "--init-from", type=Path, default=None, metavar="MODEL", help="start from a model dir"
+    )
+    p.add_argument(
+        "--mix-data",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="a second data set (e.g. engine moves, CSV or .npz) mixed into the batches",
+    )
+    p.add_argument(
+        "--mix-share",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="the mix data's share of the first batch, decaying linearly to 0 (default 0)",
+    )
 
 
 def _chessformer(args: argparse.Namespace) -> int:
@@ -356,8 +385,15 @@ def _chessformer(args: argparse.Namespace) -> int:
         train_chessformer,
     )
 
-    model = get_chessformer_config(args.model_config)
+    if args.init_from is not None and args.model_config is None:
+        from latentchess.models.chessformer_io import load_chessformer
+
+        model = load_chessformer(args.init_from)[0].cfg
+    else:
+        model = get_chessformer_config(args.model_config or "cf-micro")
     changes: dict[str, object] = {}
+    if args.time_control:
+        changes["time_control"] = True
     if args.history is not None:
         changes["history"] = args.history
     if args.side_features:
@@ -389,6 +425,10 @@ def _chessformer(args: argparse.Namespace) -> int:
         checkpoint_every=args.checkpoint_every,
         log_every=args.log_every,
         progress=not args.no_progress,
+        mirror=args.mirror,
+        init_from=args.init_from,
+        mix_data=args.mix_data,
+        mix_share=args.mix_share,
     )
     result = train_chessformer(cfg)
     if os.environ.get("RANK", "0") != "0":  # under torchrun, rank 0 reports

@@ -44,6 +44,8 @@ __all__ = [
     "concatenate_moves",
     "batch_features",
     "hash_fraction",
+    "TIME_CONTROL_BANDS",
+    "time_control_band",
 ]
 
 _FIELDS = (
@@ -66,8 +68,29 @@ _FIELDS = (
     "mover",
     "game_heldout",
     "clock",
+    "speed",
 )
-_OPTIONAL = {"clock": np.float32}  # fields added later: files without them load as NaN
+# Fields added later, with the value files without them load as: (dtype, fill).
+_OPTIONAL: dict[str, tuple[Any, float]] = {"clock": (np.float32, np.nan), "speed": (np.int8, 0)}
+
+TIME_CONTROL_BANDS = ("unknown", "bullet", "blitz", "rapid", "classical")
+"""The time-control bands a position's ``speed`` indexes (0: unknown, e.g. engine data)."""
+_BAND_OF_SPEED = {
+    "ultrabullet": 1,
+    "bullet": 1,
+    "blitz": 2,
+    "rapid": 3,
+    "classical": 4,
+    "correspondence": 4,
+}
+
+
+def time_control_band(time_control: str) -> int:
+    """The index in :data:`TIME_CONTROL_BANDS` of a PGN ``TimeControl`` tag (Lichess's speed
+    classes; ultrabullet counts as bullet, correspondence as classical; missing: 0)."""
+    from latentchess.evaluation.human import lichess_speed
+
+    return _BAND_OF_SPEED.get(lichess_speed(time_control) or "", 0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +118,7 @@ class MoveData:
         game_heldout: bool, the game is in the by-game held-out set.
         clock: float32 seconds left on the mover's clock after the move played (its PGN
             ``[%clk]`` comment, as Lichess exports it), NaN when the game has no clocks.
+        speed: int8 time-control band of the game (:data:`TIME_CONTROL_BANDS`; 0 unknown).
         players: player names (``mover`` indexes them).
     """
 
@@ -117,6 +141,7 @@ class MoveData:
     mover: npt.NDArray[np.int32]
     game_heldout: npt.NDArray[np.bool_]
     clock: npt.NDArray[np.float32]
+    speed: npt.NDArray[np.int8]
     players: tuple[str, ...] = ()
 
     def __len__(self) -> int:
@@ -134,9 +159,9 @@ class MoveData:
     def load(cls, path: Path) -> MoveData:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in _FIELDS if name in data or name not in _OPTIONAL}
-            for name, dtype in _OPTIONAL.items():
+            for name, (dtype, fill) in _OPTIONAL.items():
                 if name not in arrays:
-                    arrays[name] = np.full(len(arrays["move"]), np.nan, dtype=dtype)
+                    arrays[name] = np.full(len(arrays["move"]), fill, dtype=dtype)
             return cls(players=tuple(str(p) for p in data["players"]), **arrays)
 
     def player_heldout(self, fraction: float) -> npt.NDArray[np.bool_]:
@@ -183,9 +208,11 @@ class _Builder:
         heldout: bool,
         scores: list[float] | None = None,
         clocks: list[float | None] | None = None,
+        speed: int = 0,
     ) -> None:
         """Append every position of a game (``scores``: per-position White win probabilities;
-        ``clocks``: the mover's seconds left after each move, None where unknown)."""
+        ``clocks``: the mover's seconds left after each move, None where unknown; ``speed``: the
+        game's time-control band)."""
         first = self.boards
         seen: set[object] = set()
         ids = [self.player(n) if n else -1 for n in names]
@@ -234,6 +261,7 @@ class _Builder:
             lists["game_heldout"].append(heldout)
             clock = clocks[ply] if clocks is not None else None
             lists["clock"].append(float("nan") if clock is None else clock)
+            lists["speed"].append(speed)
             seen.add(key)
             self.boards += 1
             board.push(move)
@@ -264,6 +292,7 @@ class _Builder:
             mover=np.asarray(lists["mover"], dtype=np.int32),
             game_heldout=np.asarray(lists["game_heldout"], dtype=bool),
             clock=np.asarray(lists["clock"], dtype=np.float32),
+            speed=np.asarray(lists["speed"], dtype=np.int8),
             players=players,
         )
 
@@ -368,6 +397,7 @@ def read_pgn_moves(
             names=names,
             heldout=hash_fraction("game:" + key) < holdout_fraction,
             clocks=clocks,
+            speed=time_control_band(headers.get("TimeControl", "?")),
         )
         count += 1
         if progress and count % 1000 == 0:

@@ -32,7 +32,7 @@ import chess.pgn
 import numpy as np
 import numpy.typing as npt
 
-from latentchess.errors import DataFormatError
+from latentchess.errors import DataFormatError, LatentChessError
 from latentchess.textfiles import open_text
 
 __all__ = [
@@ -52,6 +52,10 @@ __all__ = [
     "evaluate_human",
     "write_json",
     "band_table",
+    "speed_table",
+    "NothingKeptError",
+    "FILTER_FLAGS",
+    "paired_difference",
 ]
 
 SPEEDS = ("ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence")
@@ -253,12 +257,15 @@ def protocol_mask(
     protocol: HumanProtocol,
     games: Sequence[GameHeaders],
     seen: TrainingPlayers | None = None,
+    removed: dict[str, dict[str, list[int]]] | None = None,
 ) -> tuple[npt.NDArray[np.bool_], dict[str, int]]:
     """(positions,) True where a position of ``data`` (a :class:`MoveData` read from the PGN whose
     ``games`` these are) counts under ``protocol``, and the counts each filter removed.
 
     A game is out when either player (or its URL) is in ``seen``, or its speed is not one of
-    ``protocol.speeds``. Ply = row within the game; the clock is ``data.clock``.
+    ``protocol.speeds``. Ply = row within the game; the clock is ``data.clock``. ``removed``, when
+    given, is filled with ``{filter: {speed: [games, positions]}}`` of what each filter removed
+    (the filters of :data:`FILTER_FLAGS`; speed ``"unknown"`` where the header has none).
     """
     by_index = {g.index: g for g in games}
     game = data.game.astype(np.int64)
@@ -277,9 +284,11 @@ def protocol_mask(
         counts[name] = int(out.sum())
         drop = np.isin(game, unique[out]) & keep
         counts[f"positions_in_{name}"] = int(drop.sum())
+        _by_speed(removed, name, drop, game, by_index)
         keep &= ~drop
     early = keep & (ply < protocol.skip_plies)
     counts["positions_in_first_plies"] = int(early.sum())
+    _by_speed(removed, "positions_in_first_plies", early, game, by_index)
     keep &= ~early
     if protocol.min_clock > 0:
         clock = data.clock
@@ -294,10 +303,73 @@ def protocol_mask(
             low = ply >= first_low[game]
         dropped = keep & low
         counts["positions_after_low_clock"] = int(dropped.sum())
+        _by_speed(removed, "positions_after_low_clock", dropped, game, by_index)
         keep &= ~dropped
     counts["positions_kept"] = int(keep.sum())
     counts["games_kept"] = len(np.unique(game[keep]))
     return keep, counts
+
+
+FILTER_FLAGS = {
+    "games_with_a_training_player": "leave out --exclude-players-of",
+    "games_of_another_speed": "--time-control any",
+    "positions_in_first_plies": "--skip-plies 0",
+    "positions_after_low_clock": "--min-clock 0",
+    "positions_of_other_splits": "--heldout all",
+}
+"""What each filter of eval-human removes, and the flag that keeps it."""
+
+
+def _by_speed(
+    removed: dict[str, dict[str, list[int]]] | None,
+    name: str,
+    drop: npt.NDArray[np.bool_],
+    game: npt.NDArray[np.int64],
+    by_index: dict[int, GameHeaders],
+) -> None:
+    if removed is None or not drop.any():
+        return
+    ids, positions = np.unique(game[drop], return_counts=True)
+    out = removed.setdefault(name, {})
+    for index, count in zip(ids.tolist(), positions.tolist(), strict=True):
+        speed = by_index[index].speed or "unknown"
+        row = out.setdefault(speed, [0, 0])
+        row[0] += 1
+        row[1] += count
+
+
+class NothingKeptError(LatentChessError):
+    """eval-human's protocol kept no position (the message names the filters and flags)."""
+
+
+def nothing_kept_message(
+    removed: dict[str, dict[str, list[int]]], read: tuple[int, int], protocol: HumanProtocol
+) -> str:
+    """The error of a protocol that kept nothing: each filter that removed games or positions,
+    with its counts by speed, and the flag that keeps them."""
+    games, positions = read
+    lines = [f"the protocol kept no position of the {games} games ({positions} positions) read:"]
+    for name, flag in FILTER_FLAGS.items():
+        if name not in removed:
+            continue
+        by_speed = removed[name]
+        total_games = sum(v[0] for v in by_speed.values())
+        total = sum(v[1] for v in by_speed.values())
+        detail = ", ".join(
+            f"{speed} {g} games / {n} positions"
+            for speed, (g, n) in sorted(by_speed.items(), key=lambda kv: -kv[1][1])
+        )
+        if name == "games_of_another_speed":
+            kept = ",".join(protocol.speeds)
+            present = ",".join(s for s in SPEEDS if s in by_speed)
+            flag = f"--time-control any (or --time-control {present})" if present else flag
+            label = f"games of another speed than {kept}"
+        else:
+            label = name.replace("_", " ")
+        lines.append(
+            f"  {label}: {total_games} games, {total} positions ({detail}); keep them with {flag}"
+        )
+    return "\n".join(lines)
 
 
 def _seen_test(seen: TrainingPlayers | None) -> Any:
@@ -371,6 +443,84 @@ def band_table(
             "wilson95": _known(_wilson(k, n)),
         }
     return out
+
+
+def speed_table(
+    correct: npt.ArrayLike, speeds: npt.ArrayLike, games: npt.ArrayLike, protocol: HumanProtocol
+) -> dict[str, dict[str, Any]]:
+    """Per time-control band (``MoveData.speed``, :data:`latentchess.data.moves.
+    TIME_CONTROL_BANDS`) with positions: accuracy, positions, games, bootstrap ``ci95``."""
+    from latentchess.data.moves import TIME_CONTROL_BANDS
+
+    hits = np.asarray(correct, dtype=bool)
+    speed = np.asarray(speeds)
+    game = np.asarray(games)
+    rng = np.random.default_rng(protocol.seed)
+    out: dict[str, dict[str, Any]] = {}
+    for index, name in enumerate(TIME_CONTROL_BANDS):
+        chosen = speed == index
+        if not chosen.any():
+            continue
+        ids, inverse = np.unique(game[chosen], return_inverse=True)
+        per_hits = np.bincount(inverse, weights=hits[chosen], minlength=len(ids)).astype(np.int64)
+        per_n = np.bincount(inverse, minlength=len(ids)).astype(np.int64)
+        out[name] = {
+            "accuracy": float(hits[chosen].mean()),
+            "positions": int(chosen.sum()),
+            "games": len(ids),
+            "ci95": _known(_bootstrap(per_hits, per_n, protocol.bootstrap, rng)),
+        }
+    return out
+
+
+def paired_difference(
+    a: dict[str, Any] | str | Path,
+    b: dict[str, Any] | str | Path,
+    *,
+    draws: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Top-1 of ``b`` minus top-1 of ``a`` on the same positions, with a 95% paired bootstrap
+    interval over games.
+
+    ``a`` and ``b`` are eval-human results (dicts or JSON paths) with ``per_game`` hits, of the
+    same PGN under the same protocol: both models scored the same positions, so the games are
+    resampled together and what varies between the models is what the interval measures.
+
+    Raises:
+        ValueError: results without per-game hits, or of other games or positions.
+    """
+    results = [json.loads(Path(r).read_text()) if isinstance(r, (str, Path)) else r for r in (a, b)]
+    tables = []
+    for result in results:
+        per_game = result.get("per_game")
+        if per_game is None:
+            raise ValueError("a result without per_game hits (eval-human before they were kept)")
+        tables.append(per_game)
+    first, second = tables
+    if first["game"] != second["game"] or first["positions"] != second["positions"]:
+        raise ValueError("the two results scored other games or positions: not paired")
+    n = np.asarray(first["positions"], dtype=np.int64)
+    hits_a = np.asarray(first["hits"], dtype=np.int64)
+    hits_b = np.asarray(second["hits"], dtype=np.int64)
+    total = int(n.sum())
+    difference = (int(hits_b.sum()) - int(hits_a.sum())) / max(total, 1)
+    interval: list[float] | None = None
+    if draws and len(n) > 1:
+        chosen = np.random.default_rng(seed).integers(0, len(n), size=(draws, len(n)))
+        rates = (hits_b[chosen].sum(axis=1) - hits_a[chosen].sum(axis=1)) / np.maximum(
+            n[chosen].sum(axis=1), 1
+        )
+        low, high = np.percentile(rates, [2.5, 97.5])
+        interval = [float(low), float(high)]
+    return {
+        "difference": difference,
+        "ci95": interval,
+        "a": total and int(hits_a.sum()) / total,
+        "b": total and int(hits_b.sum()) / total,
+        "positions": total,
+        "games": len(n),
+    }
 
 
 @dataclass(frozen=True)
@@ -463,7 +613,6 @@ def evaluate_human(
     protocol = protocol if protocol is not None else HumanProtocol()
     started = time.monotonic()
     path = resolve_chessformer_path(model_dir)
-    model = ChessformerModel.load(path, device=device)
     data = read_pgn_moves(
         pgn,
         holdout_fraction=holdout_fraction,
@@ -472,9 +621,19 @@ def evaluate_human(
         progress=progress,
     )
     seen = training_players(exclude_players_of) if exclude_players_of else None
-    keep, counts = protocol_mask(data, protocol, read_game_headers(pgn), seen)
+    removed: dict[str, dict[str, list[int]]] = {}
+    headers = read_game_headers(pgn)
+    keep, counts = protocol_mask(data, protocol, headers, seen, removed)
     rows = select_rows(data, heldout, holdout_fraction)
+    other_split = np.ones(len(data), dtype=bool)
+    other_split[rows] = False
+    by_index = {g.index: g for g in headers}
+    _by_speed(removed, "positions_of_other_splits", keep & other_split, data.game, by_index)
     rows = rows[keep[rows]]
+    if not len(rows):
+        read = (len(np.unique(data.game)), len(data))
+        raise NothingKeptError(nothing_kept_message(removed, read, protocol))
+    model = ChessformerModel.load(path, device=device)
     if protocol.sample_positions is not None and protocol.sample_positions < len(rows):
         rng = np.random.default_rng(protocol.seed)
         rows = np.sort(rng.choice(rows, size=protocol.sample_positions, replace=False))
@@ -487,11 +646,15 @@ def evaluate_human(
         features = torch.from_numpy(
             batch_features(data, chunk, history=cfg.history, side=cfg.side_features)
         )
+        speed = None
+        if cfg.time_control:  # the game's band from its TimeControl tag
+            speed = torch.from_numpy(data.speed[chunk].astype(np.int64)).to(model.device)
         with torch.no_grad():
             policy, _ = model.network(
                 features.to(model.device),
                 torch.from_numpy(data.self_elo[chunk].astype(np.float32)).to(model.device),
                 torch.from_numpy(data.oppo_elo[chunk].astype(np.float32)).to(model.device),
+                speed,
             )
         legal = torch.from_numpy(data.legal_mask(chunk, POLICY_SIZE)).to(model.device)
         best = policy.float().masked_fill(~legal, float("-inf")).argmax(dim=1).cpu().numpy()
@@ -507,6 +670,12 @@ def evaluate_human(
     elos = data.self_elo[rows]
     table = band_table(correct, elos, data.game[rows], protocol)
     by_band = {band: row for band, row in table.items() if band != "all"}
+    ids, inverse = np.unique(data.game[rows], return_inverse=True)
+    per_game = {
+        "game": ids.tolist(),
+        "positions": np.bincount(inverse, minlength=len(ids)).tolist(),
+        "hits": np.bincount(inverse, weights=correct, minlength=len(ids)).astype(int).tolist(),
+    }
     return HumanEval(
         accuracy=float(correct.mean()) if len(rows) else float("nan"),
         positions=len(rows),
@@ -517,6 +686,8 @@ def evaluate_human(
         extra={
             "ci95": table["all"].get("ci95"),
             "wilson95": table["all"].get("wilson95"),
+            "by_speed": speed_table(correct, data.speed[rows], data.game[rows], protocol),
+            "time_control_input": cfg.time_control,
             "protocol": protocol.to_dict(),
             "filters": counts,
             "exclude_players_of": [str(p) for p in exclude_players_of],
@@ -526,6 +697,7 @@ def evaluate_human(
             "skip_games": skip_games,
             "max_games": max_games,
             "positions_per_s": len(rows) / max(time.monotonic() - tick, 1e-9),
+            "per_game": per_game,
         },
     )
 

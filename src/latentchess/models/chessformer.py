@@ -11,6 +11,10 @@ See ``../shared/papers/chessformer-summary.md`` and issue 14. Top to bottom:
 * a from-to policy head (4352 logits, :mod:`latentchess.squares` vocabulary) and a WDL value
   head (mean-pool, LayerNorm, MLP, 3 logits: the mover's win, draw, loss).
 
+Time control (``time_control``): a learned vector per band (:data:`latentchess.data.moves.
+TIME_CONTROL_BANDS`: unknown, bullet, blitz, rapid, classical), zero-initialised, added to every
+token after the projection; without a band (``speed=None``) nothing is added.
+
 Skill: a rating ``k`` is clamped to [0, 5000] and embedded as ``g * e_weak + (1 - g) * e_strong``
 with ``g = (5000 - k) / 5000``; one pair of learned vectors serves both players.
 """
@@ -39,6 +43,8 @@ __all__ = [
 
 POSITION_BIASES = ("gab", "relative", "absolute", "none")
 ELO_MAX = 5000.0
+SPEED_BANDS = 5
+"""Rows of the time-control embedding: ``len(latentchess.data.moves.TIME_CONTROL_BANDS)``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +69,8 @@ class ChessformerConfig:
             in Lc0's attention policy head. Maia-3's published parameter counts (3.15M, 5.23M,
             22.9M, 78.9M) exceed the network without it by exactly d^2 + d in all four sizes.
         dropout: dropout in attention and FFN.
+        time_control: a zero-initialised embedding of the game's time-control band added to
+            every token (``forward(..., speed=)``); False: no such input (every older model).
     """
 
     d_model: int = 64
@@ -79,6 +87,7 @@ class ChessformerConfig:
     absolute_embedding: bool = False
     policy_embedding: bool = True
     dropout: float = 0.0
+    time_control: bool = False
 
     def __post_init__(self) -> None:
         for name in ("d_model", "layers", "heads", "gab_hidden", "gab_templates", "head_dim"):
@@ -104,7 +113,10 @@ class ChessformerConfig:
         return feature_size(self.history, self.side_features)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if not self.time_control:  # configs of models without it read as they always did
+            del out["time_control"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ChessformerConfig:
@@ -264,6 +276,10 @@ class Chessformer(nn.Module):
             self.elo_strong = nn.Parameter(torch.randn(cfg.elo_dim) * 0.1)
         self.project = nn.Linear(cfg.input_features + 2 * cfg.elo_dim, d)
         self.square_embedding = nn.Parameter(torch.zeros(64, d)) if cfg.absolute_embedding else None
+        # zero at the start: a fine-tuned older model begins exactly where it was
+        self.speed_embedding = (
+            nn.Parameter(torch.zeros(SPEED_BANDS, d)) if cfg.time_control else None
+        )
         self.gab_templates: nn.Parameter | None = None
         if cfg.position == "gab":
             self.gab_templates = nn.Parameter(torch.empty(64 * 64, cfg.gab_templates))
@@ -283,8 +299,10 @@ class Chessformer(nn.Module):
         weak = ((ELO_MAX - elo.float().clamp(0.0, ELO_MAX)) / ELO_MAX).unsqueeze(1)  # (B, 1)
         return weak * self.elo_weak + (1.0 - weak) * self.elo_strong
 
-    def embed(self, features: Tensor, self_elo: Tensor, oppo_elo: Tensor) -> Tensor:
-        """(B, 64, d) tokens entering the first block."""
+    def embed(
+        self, features: Tensor, self_elo: Tensor, oppo_elo: Tensor, speed: Tensor | None = None
+    ) -> Tensor:
+        """(B, 64, d) tokens entering the first block (``speed``: (B,) band indices or None)."""
         batch = features.shape[0]
         parts = [features]
         if self.cfg.elo_dim:
@@ -293,11 +311,15 @@ class Chessformer(nn.Module):
         x = self.project(torch.cat(parts, dim=-1))  # (B, 64, d)
         if self.square_embedding is not None:
             x = x + self.square_embedding
+        if self.speed_embedding is not None and speed is not None:
+            x = x + self.speed_embedding[speed.long()].unsqueeze(1)  # (B, 1, d)
         return x
 
-    def trunk(self, features: Tensor, self_elo: Tensor, oppo_elo: Tensor) -> Tensor:
+    def trunk(
+        self, features: Tensor, self_elo: Tensor, oppo_elo: Tensor, speed: Tensor | None = None
+    ) -> Tensor:
         """(B, 64, d) final token states (after the final LayerNorm)."""
-        x = self.embed(features, self_elo, oppo_elo)
+        x = self.embed(features, self_elo, oppo_elo, speed)
         for block in self.blocks:
             x = block(x, self.gab_templates)
         return self.final_norm(x)
@@ -319,9 +341,9 @@ class Chessformer(nn.Module):
         return policy, value
 
     def forward(
-        self, features: Tensor, self_elo: Tensor, oppo_elo: Tensor
+        self, features: Tensor, self_elo: Tensor, oppo_elo: Tensor, speed: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        return self.heads_from_trunk(self.trunk(features, self_elo, oppo_elo))
+        return self.heads_from_trunk(self.trunk(features, self_elo, oppo_elo, speed))
 
 
 def parameter_count(model: nn.Module) -> int:

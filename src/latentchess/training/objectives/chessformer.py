@@ -9,6 +9,17 @@ Data (``--data``): a PGN of rated games (``.pgn``, ``.gz``, ``.xz``, ``.zst``), 
 CSV (``.csv``/``.csv.gz``) or a ``.npz`` cache written by an earlier run (``OUT/data.npz``).
 Training uses games held out neither by game hash nor by player hash
 (:mod:`latentchess.data.moves`); both held-out sets are evaluated.
+
+Options, all off by default:
+
+* ``mirror`` P: with probability P, a training position is mirrored a <-> h (squares and moves,
+  in the mover's frame) when no board of its input window has castling rights, the only
+  a-h asymmetry of the rules;
+* ``model.time_control``: the game's time-control band (``MoveData.speed``) is an input;
+* ``init_from``: the weights start from a model directory (fine-tuning);
+* ``mix_data`` / ``mix_share`` S: step ``s`` of ``steps`` takes ``round(S * (1 - s / steps) *
+  batch_size)`` of its positions from a second data set (e.g. engine moves), the rest from
+  ``data``: the share decays linearly to 0.
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ from latentchess.data.moves import MoveData, batch_features, read_csv_moves, rea
 from latentchess.errors import LatentChessError
 from latentchess.models.chessformer import Chessformer, ChessformerConfig
 from latentchess.models.chessformer_human import band_accuracy, select_rows
-from latentchess.models.chessformer_io import save_chessformer
+from latentchess.models.chessformer_io import load_chessformer, save_chessformer
 from latentchess.squares import POLICY_SIZE
 from latentchess.training.data import AnchorOrder, step_rng
 from latentchess.training.distributed import DistContext
@@ -41,9 +52,15 @@ __all__ = [
     "train_chessformer",
     "load_move_data",
     "plot_chessformer_training",
+    "MIRROR_POLICY",
+    "mirror_eligible",
+    "mirror_batch",
+    "mix_count",
 ]
 
 _STREAM_EVAL = 21
+_STREAM_MIRROR = 22
+_STREAM_MIX = 23
 _RESUMABLE = frozenset(
     {
         "data",
@@ -90,6 +107,11 @@ class ChessformerTrainConfig:
         checkpoint_every: steps between checkpoints.
         log_every: steps between training records.
         progress: progress bar.
+        mirror: probability of the a-h mirror of an eligible training position (0: never).
+        init_from: a Chessformer model directory to start from (same architecture; a
+            ``time_control`` input it lacks starts at zero).
+        mix_data: a second data set (CSV, PGN or ``.npz``) mixed into the batches.
+        mix_share: the second data set's share of step 0's batch, decaying linearly to 0.
     """
 
     data: Path
@@ -116,10 +138,23 @@ class ChessformerTrainConfig:
     checkpoint_every: int = 200
     log_every: int = 20
     progress: bool = True
+    mirror: float = 0.0
+    init_from: Path | None = None
+    mix_data: Path | None = None
+    mix_share: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", Path(self.data))
         object.__setattr__(self, "out", Path(self.out))
+        for name in ("init_from", "mix_data"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, Path(getattr(self, name)))
+        if not 0.0 <= self.mirror <= 1.0:
+            raise ValueError(f"mirror must lie in [0, 1], got {self.mirror!r}")
+        if not 0.0 <= self.mix_share <= 1.0:
+            raise ValueError(f"mix_share must lie in [0, 1], got {self.mix_share!r}")
+        if self.mix_share > 0 and self.mix_data is None:
+            raise ValueError("mix_share needs mix_data")
         for name in ("steps", "batch_size", "checkpoint_every", "log_every", "eval_positions"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -133,17 +168,31 @@ class ChessformerTrainConfig:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["model"] = self.model.to_dict()
         data["data"], data["out"] = str(self.data), str(self.out)
+        # the options at their defaults are left out: older runs' configs compare equal
+        for name, default in (
+            ("mirror", 0.0),
+            ("init_from", None),
+            ("mix_data", None),
+            ("mix_share", 0.0),
+        ):
+            if data[name] == default:
+                del data[name]
+            elif isinstance(data[name], Path):
+                data[name] = str(data[name])
         return data
 
 
-def load_move_data(cfg: ChessformerTrainConfig, *, progress: bool) -> MoveData:
-    """The run's data: a ``.npz`` cache, or a PGN / CSV parsed once into ``out/data.npz``."""
-    path = cfg.data
+def load_move_data(
+    cfg: ChessformerTrainConfig, *, progress: bool, path: Path | None = None, name: str = "data"
+) -> MoveData:
+    """The run's data (or ``path``, e.g. the mix data): a ``.npz`` cache, or a PGN / CSV parsed
+    once into ``out/NAME.npz``."""
+    path = cfg.data if path is None else path
     if path.suffix == ".npz":
         return MoveData.load(path)
     if not path.exists():
         raise LatentChessError(f"training data {str(path)!r} does not exist")
-    cache, stamp_path = cfg.out / "data.npz", cfg.out / "data.json"
+    cache, stamp_path = cfg.out / f"{name}.npz", cfg.out / f"{name}.json"
     stat = path.stat()
     stamp = {
         "source": str(path.resolve()),
@@ -151,6 +200,7 @@ def load_move_data(cfg: ChessformerTrainConfig, *, progress: bool) -> MoveData:
         "mtime": stat.st_mtime,
         "max_games": cfg.max_games,
         "holdout_fraction": cfg.holdout_fraction,
+        "fields": "speed",  # caches from before the time-control band are parsed again
     }
     if cache.exists() and stamp_path.exists() and json.loads(stamp_path.read_text()) == stamp:
         return MoveData.load(cache)
@@ -167,6 +217,54 @@ def load_move_data(cfg: ChessformerTrainConfig, *, progress: bool) -> MoveData:
     data.save(cache)
     stamp_path.write_text(json.dumps(stamp) + "\n")
     return data
+
+
+def _mirror_policy() -> npt.NDArray[np.int64]:
+    index = np.arange(POLICY_SIZE)
+    out = index.copy()
+    from_sq, to_sq = np.divmod(index[:4096], 64)
+    out[:4096] = (from_sq ^ 7) * 64 + (to_sq ^ 7)
+    files, piece = np.divmod(index[4096:] - 4096, 4)
+    from_file, to_file = np.divmod(files, 8)
+    out[4096:] = 4096 + ((7 - from_file) * 8 + (7 - to_file)) * 4 + piece
+    return out
+
+
+MIRROR_POLICY = _mirror_policy()
+"""(4352,) the policy index of each move's a-h mirror (an involution): squares ``s -> s ^ 7``."""
+
+
+def mirror_eligible(
+    data: MoveData, rows: npt.NDArray[np.int64], history: int
+) -> npt.NDArray[np.bool_]:
+    """(len(rows),) True where no board of a position's input window has castling rights.
+
+    Rights are never regained, so it is enough that the window's earliest board (its position
+    ``history`` plies back, or the game's first) has none. Positions and boards are one to one.
+    """
+    earliest = np.maximum(data.board_row[rows] - history, data.first_row[rows])
+    return data.castling[rows - (data.board_row[rows] - earliest)] == 0
+
+
+def mirror_batch(
+    features: npt.NDArray[np.float32],
+    legal: npt.NDArray[np.bool_],
+    move: npt.NDArray[np.int64],
+    flip: npt.NDArray[np.bool_],
+) -> None:
+    """Mirror a <-> h, in place, the positions ``flip`` of a batch: (B, 64, F) features (every
+    plane is per square), (B, 4352) legal masks and (B,) moves."""
+    if not flip.any():
+        return
+    features[flip] = features[flip][:, np.arange(64) ^ 7]
+    legal[flip] = legal[flip][:, MIRROR_POLICY]
+    move[flip] = MIRROR_POLICY[move[flip]]
+
+
+def mix_count(share: float, step: int, steps: int, batch_size: int) -> int:
+    """Positions of step ``step`` taken from the mix data: ``share`` of the batch at step 0,
+    decaying linearly to 0 at ``steps``."""
+    return round(share * max(0.0, 1.0 - step / steps) * batch_size)
 
 
 def _fingerprint(data: MoveData) -> str:
@@ -202,8 +300,19 @@ class ChessformerObjective(Objective):
         }
         self.order = AnchorOrder(len(self.train_rows), cfg.batch_size, cfg.seed)
         self.fingerprint = _fingerprint(data)
+        self.mix: MoveData | None = None
+        if cfg.mix_data is not None and cfg.mix_share > 0:
+            self.mix = load_move_data(cfg, progress=False, path=cfg.mix_data, name="mix")
+            self.mix_rows = np.flatnonzero(~self.mix.game_heldout)
+            counts = [
+                mix_count(cfg.mix_share, s, cfg.steps, cfg.batch_size) for s in range(cfg.steps)
+            ]
+            self.mix_start = np.concatenate([[0], np.cumsum(counts)])  # (steps + 1,)
+            self.fingerprint += "+" + _fingerprint(self.mix)
         torch.manual_seed(cfg.seed)
         self.model: nn.Module = Chessformer(cfg.model).to(ctx.device)
+        if cfg.init_from is not None:
+            _init_from(self.model, cfg.init_from)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -215,8 +324,10 @@ class ChessformerObjective(Objective):
             "fingerprint": self.fingerprint,
         }
 
-    def _tensors(self, rows: npt.NDArray[np.int64]) -> dict[str, Tensor]:
-        data, model_cfg, device = self.data, self.cfg.model, self.ctx.device
+    def _arrays(
+        self, data: MoveData, rows: npt.NDArray[np.int64], flip: npt.NDArray[np.bool_] | None
+    ) -> dict[str, npt.NDArray[Any]]:
+        model_cfg = self.cfg.model
         features = batch_features(
             data, rows, history=model_cfg.history, side=model_cfg.side_features
         )
@@ -228,11 +339,31 @@ class ChessformerObjective(Objective):
             "move": data.move[rows].astype(np.int64),
             "wdl": data.wdl[rows].astype(np.int64),
             "score": data.score[rows].astype(np.float32),
+            "speed": data.speed[rows].astype(np.int64),
         }
+        if flip is not None:
+            flip = flip & mirror_eligible(data, rows, model_cfg.history)
+            mirror_batch(arrays["features"], arrays["legal"], arrays["move"], flip)
+        return arrays
+
+    def _tensors(
+        self,
+        rows: npt.NDArray[np.int64],
+        flip: npt.NDArray[np.bool_] | None = None,
+        mix_rows: npt.NDArray[np.int64] | None = None,
+        mix_flip: npt.NDArray[np.bool_] | None = None,
+    ) -> dict[str, Tensor]:
+        arrays = self._arrays(self.data, rows, flip)
+        if mix_rows is not None and len(mix_rows):
+            assert self.mix is not None
+            extra = self._arrays(self.mix, mix_rows, mix_flip)
+            arrays = {k: np.concatenate([v, extra[k]]) for k, v in arrays.items()}
+        device = self.ctx.device
         return {k: torch.from_numpy(np.ascontiguousarray(v)).to(device) for k, v in arrays.items()}
 
     def _losses(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, Tensor]:
-        policy, value = model(batch["features"], batch["self_elo"], batch["oppo_elo"])
+        speed = batch["speed"] if self.cfg.model.time_control else None
+        policy, value = model(batch["features"], batch["self_elo"], batch["oppo_elo"], speed)
         logits = policy.float().masked_fill(~batch["legal"], float("-inf"))
         policy_loss = F.cross_entropy(logits, batch["move"])
         value = value.float()
@@ -254,16 +385,39 @@ class ChessformerObjective(Objective):
         hits = (logits.argmax(dim=1) == batch["move"]).float()
         return {"policy": policy_loss, "value": value_loss, "hits": hits}
 
+    def batch_rows(self, step: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Step ``step``'s global batch: rows of the data and rows of the mix data."""
+        mixed = 0 if self.mix is None else int(self.mix_start[step + 1] - self.mix_start[step])
+        rows = self.train_rows[self.order.anchors(step)[: self.cfg.batch_size - mixed]]
+        if not mixed:
+            return rows, np.zeros(0, dtype=np.int64)
+        size = len(self.mix_rows)
+        taken = np.arange(self.mix_start[step], self.mix_start[step + 1])
+        epoch, offset = np.divmod(taken, size)
+        orders = {e: step_rng(self.cfg.seed, _STREAM_MIX, e).permutation(size) for e in set(epoch)}
+        picks = np.array([orders[e][o] for e, o in zip(epoch, offset, strict=True)])
+        return rows, self.mix_rows[picks]
+
     def loss(self, model: nn.Module, step: int) -> tuple[Tensor, dict[str, float]]:
-        rows = self.train_rows[self.order.anchors(step)]
-        share = len(rows) // self.ctx.world_size
-        mine = rows[self.ctx.rank * share : (self.ctx.rank + 1) * share]
-        parts = self._losses(model, self._tensors(mine))
+        rows, mix_rows = self.batch_rows(step)
+        flip = step_rng(self.cfg.seed, _STREAM_MIRROR, step).random(len(rows) + len(mix_rows))
+        flip = flip < self.cfg.mirror
+        share = (len(rows) + len(mix_rows)) // self.ctx.world_size
+        lo, hi = self.ctx.rank * share, (self.ctx.rank + 1) * share
+        n = len(rows)
+        batch = self._tensors(
+            rows[lo:hi],
+            flip[lo:hi] if self.cfg.mirror > 0 else None,
+            mix_rows[max(lo - n, 0) : max(hi - n, 0)],
+            flip[n:][max(lo - n, 0) : max(hi - n, 0)] if self.cfg.mirror > 0 else None,
+        )
+        parts = self._losses(model, batch)
         total = parts["policy"] + self.cfg.value_weight * parts["value"]
         return total, {
             "policy_loss": float(parts["policy"].detach()),
             "value_loss": float(parts["value"].detach()),
             "top1": float(parts["hits"].mean()),
+            "mix_share": len(mix_rows) / (len(rows) + len(mix_rows)),
         }
 
     def evaluate(self, final: bool = False) -> dict[str, float]:
@@ -299,6 +453,26 @@ class ChessformerObjective(Objective):
         if log.exists():
             plot_chessformer_training(log, self.cfg.out / "training.png", final=metrics)
         return metrics
+
+
+def _init_from(model: nn.Module, path: Path) -> None:
+    """Copy a model directory's weights into ``model`` (fine-tuning); only the zero-initialised
+    time-control input may be missing from it."""
+    start, _ = load_chessformer(path)
+    mine = {k: v for k, v in model.cfg.to_dict().items() if k != "time_control"}  # type: ignore[operator]
+    theirs = {k: v for k, v in start.cfg.to_dict().items() if k != "time_control"}
+    if mine != theirs:
+        changed = sorted(k for k in mine if mine[k] != theirs.get(k))
+        raise LatentChessError(
+            f"--init-from {str(path)!r} has another architecture ({', '.join(changed)} differ): "
+            "train with its --model-config and flags"
+        )
+    missing, unexpected = model.load_state_dict(start.state_dict(), strict=False)
+    if unexpected or set(missing) - {"speed_embedding"}:
+        raise LatentChessError(
+            f"--init-from {str(path)!r}: a time-control input it has cannot be dropped "
+            f"(unexpected {unexpected}, missing {missing})"
+        )
 
 
 def train_chessformer(cfg: ChessformerTrainConfig, **kwargs: Any) -> LoopResult:
