@@ -283,9 +283,8 @@ def test_eval_human_reports_speeds_and_paired_differences(
     results = [json.loads((tmp_path / f"{n}.json").read_text()) for n in ("a", "b")]
     speeds = results[0]["by_speed"]
     assert set(speeds) == {"unknown", "bullet", "blitz", "rapid", "classical"}
-    assert speeds["blitz"]["games"] == 4 and sum(s["positions"] for s in speeds.values()) == (
-        results[0]["positions"]
-    )
+    assert speeds["blitz"]["games"] == 4
+    assert sum(s["positions"] for s in speeds.values()) == results[0]["positions"]
     per_game = results[0]["per_game"]
     assert sum(per_game["positions"]) == results[0]["positions"]
     assert sum(per_game["hits"]) == round(results[0]["accuracy"] * results[0]["positions"])
