@@ -35,6 +35,8 @@ from pathlib import Path
 from latentchess.evaluation.human import paired_difference
 
 LATENTCHESS = [sys.executable, "-m", "latentchess"]
+DEFAULT_STEPS = 1200
+RUNS = ("rated", "pretrain", "finetune", "rated-2x", "mix", "mirror", "time-control")
 
 
 def _run(argv: list[str], log: Path) -> float:
@@ -54,7 +56,7 @@ def main() -> int:
     p.add_argument("--shared", type=Path, default=Path("../shared"))
     p.add_argument("--out", type=Path, default=Path("runs/human_options"))
     p.add_argument("--results", type=Path, default=Path("benchmarks/results/human_options"))
-    p.add_argument("--steps", type=int, default=1200)
+    p.add_argument("--steps", type=int, default=DEFAULT_STEPS)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--engine-rows", type=int, default=200_000)
     p.add_argument("--seed", type=int, default=0)
@@ -67,21 +69,26 @@ def main() -> int:
     heldout = args.shared / "testsuites" / "lichess_2021-10_sample.pgn"
     rated, engine = out / "rated.npz", out / "tcec.npz"
     cpu: dict[str, float] = {}
-    if not rated.exists() or not engine.exists():
-        from latentchess.data.moves import read_csv_moves, read_pgn_moves
+    from latentchess.data.moves import read_csv_moves, read_pgn_moves
 
-        started = time.process_time()
+    started = time.process_time()
+    if not rated.exists():
         read_pgn_moves(corpus, progress=True).save(rated)
+        cpu["parse_rated"] = time.process_time() - started
+    chosen = args.only if args.only is not None else RUNS
+    if not engine.exists() and {"pretrain", "mix"} & set(chosen):
+        started = time.process_time()
         tcec = args.shared / "data" / "tcec-engine-evals.csv.gz"
         read_csv_moves(tcec, max_rows=args.engine_rows).save(engine)
-        cpu["parse"] = time.process_time() - started
+        cpu["parse_engine"] = time.process_time() - started
 
     common = ["--model-config", "cf-nano", "--batch-size", str(args.batch_size), "--lr", "1e-3"]
     common += ["--threads", "1", "--device", "cpu", "--eval-every", "0", "--no-progress"]
     common += ["--final-positions", "2048", "--checkpoint-every", "400", "--log-every", "100"]
     common += ["--seed", str(args.seed)]
     s = args.steps
-    suffix = f"-s{args.seed}" if args.seed else ""
+    # runs of other lengths than the default are named by it: rated-600, finetune-600, ...
+    suffix = (f"-{s}" if s != DEFAULT_STEPS else "") + (f"-s{args.seed}" if args.seed else "")
     runs: dict[str, list[str]] = {
         "rated": ["--data", str(rated), "--steps", str(s)],
         "pretrain": ["--data", str(engine), "--steps", str(s)],
@@ -94,15 +101,15 @@ def main() -> int:
     runs["mix"] += ["--mix-share", "0.5"]
     runs["finetune"] += ["--init-from", str(out / f"pretrain{suffix}" / "model")]
     evaluated = {"pretrain"}  # the engine model is a step, not a contestant
-    chosen = args.only if args.only is not None else list(runs)
     for name in chosen:
         run_dir = out / f"{name}{suffix}"
         if not (run_dir / "model" / "config.json").exists():
             argv = ["train", "chessformer", *runs[name], "--out", str(run_dir), *common]
-            cpu[f"train_{name}"] = _run(argv, out / f"{name}{suffix}.log")
+            cpu[f"train_{name}{suffix}"] = _run(argv, out / f"{name}{suffix}.log")
         if name in evaluated:
             continue
-        speeds = ["blitz", "any"] if name in ("rated", "time-control") else ["blitz"]
+        every = name in ("rated", "time-control") and not suffix
+        speeds = ["blitz", "any"] if every else ["blitz"]
         for speed in speeds:
             target = results / f"{name}{suffix}{'' if speed == 'blitz' else '-any'}.json"
             if target.exists():
@@ -110,33 +117,57 @@ def main() -> int:
             argv = ["eval-human", str(heldout), "--exclude-players-of", str(corpus)]
             argv += ["--model", str(run_dir / "model"), "--time-control", speed]
             argv += ["--no-progress", "--json", str(target)]
-            cpu[f"eval_{name}_{speed}"] = _run(argv, out / f"{name}{suffix}.log")
-    cpu_path = results / f"cpu_seconds{suffix}.json"
+            cpu[f"eval_{name}{suffix}_{speed}"] = _run(argv, out / f"{name}{suffix}.log")
+    cpu_path = results / "cpu_seconds.json"
     previous = json.loads(cpu_path.read_text()) if cpu_path.exists() else {}
     cpu_path.write_text(json.dumps({**previous, **cpu}, indent=2) + "\n")
 
-    pairs = {  # (a, b, scored speeds): b minus a
+    pairs = {  # (a, b): b minus a, by results file stem
         "pretrain then fine-tune vs rated games, equal fine-tuning steps": (
-            "rated",
-            "finetune",
-            "",
+            "rated-600",
+            "finetune-600",
         ),
-        "pretrain then fine-tune vs rated games, equal total steps": ("rated-2x", "finetune", ""),
-        "twice the steps on rated games vs rated games": ("rated", "rated-2x", ""),
-        "engine data mixed in (0.5 decaying) vs rated games": ("rated", "mix", ""),
-        "mirror 0.5 vs none": ("rated", "mirror", ""),
-        "time-control input vs none": ("rated", "time-control", ""),
-        "time-control input vs none, every speed": ("rated", "time-control", "-any"),
+        "pretrain then fine-tune vs rated games, equal total steps": ("rated", "finetune-600"),
+        "twice the steps on rated games": ("rated-600", "rated"),
+        "engine data mixed in (0.5 decaying) vs rated games": ("rated", "mix"),
+        "mirror 0.5 vs none": ("rated", "mirror"),
+        "time-control input vs none": ("rated", "time-control"),
+        "time-control input vs none, every speed": ("rated-any", "time-control-any"),
     }
     summary = {}
-    for label, (a, b, tag) in pairs.items():
-        paths = [results / f"{x}{suffix}{tag}.json" for x in (a, b)]
+    for label, (a, b) in pairs.items():
+        paths = [results / f"{x}.json" for x in (a, b)]
         if all(path.exists() for path in paths):
             diff = paired_difference(*paths, seed=args.seed)
-            summary[label] = {"a": a, "b": b, "speeds": tag or "blitz", **diff}
+            summary[label] = {"a": a, "b": b, **diff}
             ci = diff["ci95"]
             print(f"{label}: {diff['difference']:+.4f} [{ci[0]:+.4f}, {ci[1]:+.4f}]")
-    (results / f"differences{suffix}.json").write_text(json.dumps(summary, indent=2) + "\n")
+    # the time-control pair by speed: the same games' hits, split by their TimeControl
+    pair = [results / f"{x}-any.json" for x in ("rated", "time-control")]
+    if all(path.exists() for path in pair):
+        from latentchess.evaluation.human import read_game_headers
+
+        speed = {g.index: g.speed for g in read_game_headers(heldout)}
+        a, b = (json.loads(path.read_text()) for path in pair)
+        for name in ("bullet", "blitz", "rapid", "classical"):
+            keep = [speed[g] == name for g in a["per_game"]["game"]]
+            if not any(keep):
+                continue
+            part = [
+                {
+                    "per_game": {
+                        k: [v for v, w in zip(r["per_game"][k], keep, strict=True) if w]
+                        for k in r["per_game"]
+                    }
+                }
+                for r in (a, b)
+            ]
+            diff = paired_difference(*part, seed=args.seed)
+            label = f"time-control input vs none, {name} games"
+            summary[label] = {"a": "rated-any", "b": "time-control-any", **diff}
+            ci = diff["ci95"]
+            print(f"{label}: {diff['difference']:+.4f} [{ci[0]:+.4f}, {ci[1]:+.4f}]")
+    (results / "differences.json").write_text(json.dumps(summary, indent=2) + "\n")
     return 0
 
 
