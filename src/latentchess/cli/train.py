@@ -310,12 +310,21 @@ def _supcon(args: argparse.Namespace) -> int:
 # -- chessformer -----------------------------------------------------------------------------------
 
 
+class _GivenAction(argparse.Action):
+    """Store the value and remember that it was given (``DEST_given``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
 def _add_chessformer_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, required=True, help="PGN (.gz/.xz/.zst), CSV or .npz cache")
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument(
         "--model-config",
-        default=None,
+        default="cf-micro",
+        action=_GivenAction,
         help="a name from CHESSFORMER_CONFIGS (default cf-micro; with --init-from, its model's)",
     )
     p.add_argument("--history", type=int, default=None, help="previous boards (config's default)")
@@ -385,12 +394,12 @@ def _chessformer(args: argparse.Namespace) -> int:
         train_chessformer,
     )
 
-    if args.init_from is not None and args.model_config is None:
+    if args.init_from is not None and not getattr(args, "model_config_given", False):
         from latentchess.models.chessformer_io import load_chessformer
 
         model = load_chessformer(args.init_from)[0].cfg
     else:
-        model = get_chessformer_config(args.model_config or "cf-micro")
+        model = get_chessformer_config(args.model_config)
     changes: dict[str, object] = {}
     if args.time_control:
         changes["time_control"] = True
