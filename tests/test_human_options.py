@@ -148,6 +148,10 @@ def test_time_control_input_starts_at_zero_and_old_configs_load(tmp_path: Path) 
         policy, _ = new(features, elo, elo, speed)
         plain, _ = old(features, elo, elo)
     assert torch.equal(policy[0], plain[0]) and not torch.allclose(policy[1], plain[1])
+    with torch.no_grad():  # no band given is the band "unknown" (row 0), as engine data trains it
+        new.speed_embedding.data[0] = 0.5
+        unknown = new(features, elo, elo, torch.zeros(3, dtype=torch.long))[0]
+        torch.testing.assert_close(new(features, elo, elo)[0], unknown)
     path = save_chessformer(tmp_path / "tc", new, {})
     loaded, config = load_chessformer(path)
     assert config["chessformer"]["time_control"] is True

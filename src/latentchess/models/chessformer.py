@@ -13,7 +13,7 @@ See ``../shared/papers/chessformer-summary.md`` and issue 14. Top to bottom:
 
 Time control (``time_control``): a learned vector per band (:data:`latentchess.data.moves.
 TIME_CONTROL_BANDS`: unknown, bullet, blitz, rapid, classical), zero-initialised, added to every
-token after the projection; without a band (``speed=None``) nothing is added.
+token after the projection; without a band (``speed=None``) the "unknown" row is.
 
 Skill: a rating ``k`` is clamped to [0, 5000] and embedded as ``g * e_weak + (1 - g) * e_strong``
 with ``g = (5000 - k) / 5000``; one pair of learned vectors serves both players.
@@ -302,7 +302,8 @@ class Chessformer(nn.Module):
     def embed(
         self, features: Tensor, self_elo: Tensor, oppo_elo: Tensor, speed: Tensor | None = None
     ) -> Tensor:
-        """(B, 64, d) tokens entering the first block (``speed``: (B,) band indices or None)."""
+        """(B, 64, d) tokens entering the first block (``speed``: (B,) band indices; None:
+        unknown)."""
         batch = features.shape[0]
         parts = [features]
         if self.cfg.elo_dim:
@@ -311,8 +312,12 @@ class Chessformer(nn.Module):
         x = self.project(torch.cat(parts, dim=-1))  # (B, 64, d)
         if self.square_embedding is not None:
             x = x + self.square_embedding
-        if self.speed_embedding is not None and speed is not None:
-            x = x + self.speed_embedding[speed.long()].unsqueeze(1)  # (B, 1, d)
+        if self.speed_embedding is not None:  # no band given: row 0, "unknown"
+            x = x + (
+                self.speed_embedding[speed.long()].unsqueeze(1)  # (B, 1, d)
+                if speed is not None
+                else self.speed_embedding[0]
+            )
         return x
 
     def trunk(
