@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import itertools
+import re
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -85,11 +86,31 @@ _BAND_OF_SPEED = {
 }
 
 
+_TIME_CONTROL = re.compile(r"^(\d+)\+(\d+)$")
+
+
+def lichess_speed(time_control: str) -> str | None:
+    """Lichess's speed class of a ``TimeControl`` header (``"180+2"`` -> ``"blitz"``).
+
+    Lichess classes a game by its estimated duration, base + 40 x increment seconds: under 30
+    ultrabullet, under 180 bullet, under 480 blitz, under 1500 rapid, else classical; ``"-"`` is
+    correspondence. Anything else (missing, ``"?"``) gives None.
+    """
+    if time_control.strip() == "-":
+        return "correspondence"
+    match = _TIME_CONTROL.match(time_control.strip())
+    if match is None:
+        return None
+    seconds = int(match.group(1)) + 40 * int(match.group(2))
+    for limit, name in ((30, "ultrabullet"), (180, "bullet"), (480, "blitz"), (1500, "rapid")):
+        if seconds < limit:
+            return name
+    return "classical"
+
+
 def time_control_band(time_control: str) -> int:
     """The index in :data:`TIME_CONTROL_BANDS` of a PGN ``TimeControl`` tag (Lichess's speed
     classes; ultrabullet counts as bullet, correspondence as classical; missing: 0)."""
-    from latentchess.evaluation.human import lichess_speed
-
     return _BAND_OF_SPEED.get(lichess_speed(time_control) or "", 0)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -32,6 +31,7 @@ import chess.pgn
 import numpy as np
 import numpy.typing as npt
 
+from latentchess.data.moves import lichess_speed
 from latentchess.errors import DataFormatError, LatentChessError
 from latentchess.textfiles import open_text
 
@@ -62,7 +62,6 @@ SPEEDS = ("ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondenc
 FIELD_BANDS = (1400, 2000, 2400)
 """Band edges of the Allie 2.0 blitz benchmark (< 1400, 1400-1999, 2000-2399, >= 2400)."""
 
-_TIME_CONTROL = re.compile(r"^(\d+)\+(\d+)$")
 
 PUBLISHED: tuple[dict[str, Any], ...] = (
     {
@@ -108,25 +107,6 @@ PUBLISHED: tuple[dict[str, Any], ...] = (
     },
 )
 """Published top-1 figures with their test sets and protocols (facts only; see the docs)."""
-
-
-def lichess_speed(time_control: str) -> str | None:
-    """Lichess's speed class of a ``TimeControl`` header (``"180+2"`` -> ``"blitz"``).
-
-    Lichess classes a game by its estimated duration, base + 40 x increment seconds: under 30
-    ultrabullet, under 180 bullet, under 480 blitz, under 1500 rapid, else classical; ``"-"`` is
-    correspondence. Anything else (missing, ``"?"``) gives None.
-    """
-    if time_control.strip() == "-":
-        return "correspondence"
-    match = _TIME_CONTROL.match(time_control.strip())
-    if match is None:
-        return None
-    seconds = int(match.group(1)) + 40 * int(match.group(2))
-    for limit, name in ((30, "ultrabullet"), (180, "bullet"), (480, "blitz"), (1500, "rapid")):
-        if seconds < limit:
-            return name
-    return "classical"
 
 
 def band_label(elo: int, edges: Sequence[int]) -> str:
