@@ -234,7 +234,7 @@ def test_search_with_nnue_and_bad_files(network_dir: Path, tmp_path: Path) -> No
     limits.depth = 3
     result = engine.search(native.Position(chess.STARTING_FEN), limits)
     assert chess.Move.from_uci(result["bestmove"]) in chess.Board().legal_moves
-    with pytest.raises(EngineError, match="not an NNUE model directory"):
+    with pytest.raises(EngineError, match="not an NNUE or sparse latent model directory"):
         resolve_evaluator(str(tmp_path))
     broken = tmp_path / "broken"
     broken.mkdir()
