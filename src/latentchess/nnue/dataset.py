@@ -16,8 +16,9 @@ Cache directory layout::
                            means the cache is complete)
     shards/NNNNN.npz       one per ``shard_rows`` kept positions, written atomically; a killed
                            build resumes after the last complete shard
-    features.npy           (n, 2, K) int16: active features of White's and Black's perspective,
-                           padded with N (the feature count; an all-zero embedding row)
+    features.npy           (n, 2, K) int16 (int32 above 32,767 features, as a threat block's
+                           sets): active features of White's and Black's perspective, padded
+                           with N (the feature count; an all-zero embedding row)
     stm.npy                (n,) uint8: 0 = White to move, 1 = Black
     score.npy              (n,) float32: the label in centipawns, side to move's view
     result.npy             (n,) float32: the game's result, side to move's view (1 win, 0.5 draw,
@@ -95,11 +96,13 @@ def parse_source(text: str) -> Source:
     return Source(path=Path(path), rows=rows, every=every)
 
 
-def pad_features(active: npt.NDArray[np.int64], width: int, pad: int) -> npt.NDArray[np.int16]:
-    """Pad a feature list to ``width`` with ``pad``."""
+def pad_features(
+    active: npt.NDArray[np.int64], width: int, pad: int
+) -> npt.NDArray[np.int16] | npt.NDArray[np.int32]:
+    """Pad a feature list to ``width`` with ``pad`` (int16, int32 where ``pad`` needs it)."""
     if len(active) > width:
         raise LatentChessError(f"{len(active)} active features exceed the cache width {width}")
-    out = np.full(width, pad, dtype=np.int16)
+    out = np.full(width, pad, dtype=np.int16 if pad <= np.iinfo(np.int16).max else np.int32)
     out[: len(active)] = active
     return out
 
@@ -266,7 +269,9 @@ def _label(
     )
 
 
-_NATIVE_BLOCKS = frozenset({"ALL", "KA", "KA9", "H", "V", "D1", "D2", "PH", "PV", "MB", "MC"})
+_NATIVE_BLOCKS = frozenset(
+    {"ALL", "KA", "KA9", "H", "V", "D1", "D2", "PH", "PV", "MB", "MC", "T", "TNK"}
+)
 
 
 def _native_labeller(feature_set: FeatureSet) -> Any:
@@ -452,7 +457,8 @@ def build_cache(
     if spec_file.exists() and json.loads(spec_file.read_text()) != spec:
         raise LatentChessError(f"{str(out)!r} holds a partial cache of other settings: {spec_file}")
     spec_file.write_text(json.dumps(spec, indent=2) + "\n")
-    width = min(feature_set.max_active, 256)
+    # No position reaches MB's bound of 768; a threat block's bound (8 per piece) is kept whole.
+    width = feature_set.max_active if feature_set.threats else min(feature_set.max_active, 256)
     total_rows = sum(s.rows or 0 for s in sources) or None
     counts: dict[str, int] = {}
     native = _native_labeller(feature_set) if use_native else None
@@ -466,7 +472,7 @@ def build_cache(
             arrays: dict[str, Any] = {
                 "features": np.stack([b[0] for b in buffer])
                 if buffer
-                else np.zeros((0, 2, width), np.int16),
+                else np.zeros((0, 2, width), feature_set.index_dtype),
                 "stm": np.asarray([b[1] for b in buffer], dtype=np.uint8),
                 "score": np.asarray([b[2] for b in buffer], dtype=np.float32),
                 "result": np.asarray(results, dtype=np.float32),
@@ -476,7 +482,7 @@ def build_cache(
                 arrays["pqr"] = (
                     np.stack([b[3] for b in buffer])
                     if buffer
-                    else np.zeros((0, 2, 2, width), np.int16)
+                    else np.zeros((0, 2, 2, width), feature_set.index_dtype)
                 )
             _save_atomic_npz(file, **arrays)
         shard_index, in_shard, buffer = shard_index + 1, 0, []

@@ -29,6 +29,8 @@ MB        ``square * 12 + role * 2 + c`` for every square in the union of the le
           destinations of the (role, colour)'s pieces, ``square = file * 8 + rank``
 MC        per (role, colour) the size of that union, capped at [8, 15, 16, 25, 25, 8]:    206
           ``MC_OFFSET[role] + c * (cap + 1) + min(count, cap)``
+T         threats: one feature per (attacking piece, attacked piece) pair, see below       90048
+TNK       T without the pairs that involve a king (as attacker or as attacked)            66640
 ========  ===========================================================================  ======
 
 King buckets (KA, KA9, not in the thesis): Stockfish's HalfKA features give every square of the
@@ -45,6 +47,21 @@ Naming of the pairwise blocks: we name them by direction, as the thesis *slides*
 "to the left of" another on a rank; PV: a piece "below" another on a file). The thesis's *code*
 uses the two names the other way round (its PH walks files, its PV ranks); where a result is quoted
 from the thesis's tables we map slides' PH -> our PH, slides' PV -> our PV.
+
+Threats (T, TNK; not in the thesis: Stockfish's SFNNv10 and, without king pairs, SFNNv12): a
+piece *attacks* the squares it could capture on if an enemy stood there (a pawn its two diagonal
+squares forward, sliders up to and including the first occupied square; pins and the side to move
+play no part), and every occupied square it attacks, whoever's piece stands there, gives a
+feature. A feature is a *triple* (attacker kind ``ka = role * 2 + c``, its square ``s``, the
+attacked square ``t``) with ``t`` in the attack set of a piece of kind ``ka`` on ``s`` on an
+*empty* board, times the attacked piece's kind ``kt = role * 2 + c``: index ``triple * K + kt``
+with K = 12 for T and 10 for TNK. Here, unlike ALL, squares are numbered ``rank * 8 + file`` in the
+perspective's board, and triples are ordered by ``ka``, then ``s``, then ``t`` ascending
+(:data:`THREAT_TRIPLES`); pawns stand on ranks 2-7 only, so their triples start there. T has
+7,504 triples (3,752 per colour: pawns 84, knights 336, bishops 560, rooks 896, queens 1,456,
+king 420), TNK the 6,664 without the king's, attacked kinds 0..9. A threat block is large and
+non-local (a move changes the pairs of the moved and captured pieces and of every slider whose ray
+it opens or closes), so it comes last in a set (``KA9+T``, ``KA9+TNK``); at most one.
 
 Mobility (MB, MC): destinations of the moves a colour could make if it were its turn, moves that
 leave its own king in check excluded; a pawn counts only its one-square push (promotions included)
@@ -76,6 +93,9 @@ __all__ = [
     "mirror_all_features",
     "king_bucket",
     "KING_BUCKET_LAYOUTS",
+    "THREAT_BLOCKS",
+    "THREAT_TRIPLES",
+    "threat_pairs",
 ]
 
 BLOCK_SIZES: dict[str, int] = {
@@ -90,7 +110,10 @@ BLOCK_SIZES: dict[str, int] = {
     "PV": 1152,
     "MB": 768,
     "MC": 206,
+    "T": 7504 * 12,
+    "TNK": 6664 * 10,
 }
+THREAT_BLOCKS: tuple[str, ...] = ("T", "TNK")
 MC_CAPS: tuple[int, ...] = (8, 15, 16, 25, 25, 8)
 MC_OFFSET: tuple[int, ...] = tuple(int(2 * sum(c + 1 for c in MC_CAPS[:r])) for r in range(6))
 assert 2 * sum(c + 1 for c in MC_CAPS) == BLOCK_SIZES["MC"]
@@ -138,6 +161,72 @@ def king_bucket(file: int, rank: int, block: str = "KA") -> int:
     return KING_BUCKET_LAYOUTS[block][file][rank]
 
 
+def _empty_board_attacks(kind: int, square: int) -> int:
+    """Attack set (bitboard) of a piece of ``kind`` (role * 2 + c) on an empty perspective board.
+
+    Squares are python-chess's (``rank * 8 + file``); "ours" (c = 0) moves up the board, as White.
+    """
+    role, c = divmod(kind, 2)
+    if role == 0:
+        return chess.BB_PAWN_ATTACKS[chess.WHITE if c == 0 else chess.BLACK][square]
+    piece = chess.Piece(role + 1, chess.WHITE)
+    board = chess.BaseBoard.empty()
+    board.set_piece_at(square, piece)
+    return int(board.attacks_mask(square))
+
+
+def _threat_triples(kinds: int) -> npt.NDArray[np.int32]:
+    """``[ka, s, t]`` -> triple index (or -1) for attacker kinds ``0..kinds - 1``."""
+    table = np.full((12, 64, 64), -1, dtype=np.int32)
+    count = 0
+    for kind in range(kinds):
+        for square in range(64):
+            if kind < 2 and chess.square_rank(square) in (0, 7):
+                continue  # no pawn stands on a first or last rank
+            for target in chess.scan_forward(_empty_board_attacks(kind, square)):
+                table[kind, square, target] = count
+                count += 1
+    return table
+
+
+# Threat block -> ([ka, s, t] -> triple index or -1, number of attacked kinds K).
+THREAT_TRIPLES: dict[str, tuple[npt.NDArray[np.int32], int]] = {
+    "T": (_threat_triples(12), 12),
+    "TNK": (_threat_triples(10), 10),
+}
+for _block, (_triples, _kinds) in THREAT_TRIPLES.items():
+    assert BLOCK_SIZES[_block] == (int(_triples.max()) + 1) * _kinds
+
+
+def threat_pairs(board: chess.Board) -> list[tuple[chess.Square, chess.Square]]:
+    """Every (attacker square, attacked square) pair of ``board``, kings included."""
+    return [
+        (square, target)
+        for square in chess.scan_forward(board.occupied)
+        for target in chess.scan_forward(board.attacks_mask(square) & board.occupied)
+    ]
+
+
+def _threat_block(board: chess.Board, perspective: chess.Color, block: str) -> set[int]:
+    triples, kinds = THREAT_TRIPLES[block]
+    flip = 0 if perspective == chess.WHITE else 56  # rank -> 7 - rank
+
+    def kind(square: chess.Square) -> int:
+        piece = board.piece_at(square)
+        assert piece is not None
+        return (piece.piece_type - 1) * 2 + (0 if piece.color == perspective else 1)
+
+    active = set()
+    for square, target in threat_pairs(board):
+        ka, kt = kind(square), kind(target)
+        if ka >= kinds or kt >= kinds:  # TNK: a king on either side of the pair
+            continue
+        triple = int(triples[ka, square ^ flip, target ^ flip])
+        assert triple >= 0
+        active.add(triple * kinds + kt)
+    return active
+
+
 # (perspective file, rank) -> (role, c) grid; role/c of -1 means empty.
 Grid = npt.NDArray[np.int8]  # (8 files, 8 ranks): role * 2 + c, or -1
 
@@ -162,6 +251,12 @@ class FeatureSet:
                 )
         if len(set(self.blocks)) != len(self.blocks):
             raise LatentChessError(f"feature set {self.name!r} repeats a block")
+        threats = [i for i, b in enumerate(self.blocks) if b in THREAT_BLOCKS]
+        if len(threats) > 1 or (threats and threats[0] != len(self.blocks) - 1):
+            raise LatentChessError(
+                f"feature set {self.name!r}: a threat block ({'/'.join(THREAT_BLOCKS)}) must "
+                "come last, and only one (e.g. 'KA9+TNK')"
+            )
 
     @property
     def name(self) -> str:
@@ -196,7 +291,19 @@ class FeatureSet:
             "PV": 31,
         }
         bound |= {"MB": 768, "MC": 12}
+        # Every piece attacks at most 8 occupied squares (one per direction or knight jump).
+        bound |= {"T": 32 * 8, "TNK": 30 * 8}
         return sum(bound[b] for b in self.blocks)
+
+    @property
+    def threats(self) -> str | None:
+        """The threat block of the set (its last), or ``None``."""
+        return self.blocks[-1] if self.blocks[-1] in THREAT_BLOCKS else None
+
+    @property
+    def index_dtype(self) -> type[np.int16] | type[np.int32]:
+        """The integer type of stored feature indices: int16 up to 32,767 features, else int32."""
+        return np.int16 if self.size <= np.iinfo(np.int16).max else np.int32
 
     @property
     def local(self) -> bool:
@@ -307,6 +414,8 @@ def block_features(board: chess.Board, perspective: chess.Color, block: str) -> 
     elif block == "MB":
         mobility = _mobility(board, perspective)
         active = {sq * 12 + r * 2 + c for (r, c), sqs in mobility.items() for sq in sqs}
+    elif block in THREAT_BLOCKS:
+        active = _threat_block(board, perspective, block)
     elif block == "MC":
         mobility = _mobility(board, perspective)
         active = {

@@ -254,6 +254,11 @@ NnueEvaluator::NnueEvaluator(std::shared_ptr<const NnueNetwork> network)
             king_offset_ = set.offsets[b];
             king_layout_ = layout;
         }
+        else if (is_threat_block(set.blocks[b])) {
+            threat_offset_ = set.offsets[b];
+            threat_layout_ = &threat_layout(set.blocks[b] == FeatureBlock::TNK);
+            continue;  // on its own stack
+        }
         else if (is_local(set.blocks[b])) shared_blocks_.push_back(b);
         if (!is_local(set.blocks[b])) only_local_ = false;
     }
@@ -276,6 +281,10 @@ void NnueEvaluator::grow_stacks() {
     const std::size_t capacity = std::max(stack_.size() / width * 2, plies);
     stack_.resize(capacity * width);
     psqt_stack_.resize(capacity * 2);
+    if (threat_offset_ >= 0) {
+        threat_stack_.resize(capacity * width);
+        threat_psqt_stack_.resize(capacity * 2);
+    }
     if (!shared_blocks_.empty())
         count_stack_.resize(capacity * 2 * static_cast<std::size_t>(network_->features.size));
 }
@@ -329,6 +338,8 @@ void NnueEvaluator::reset(const Position& position) {
     stack_.clear();
     psqt_stack_.clear();
     count_stack_.clear();
+    threat_stack_.clear();
+    threat_psqt_stack_.clear();
     grow_stacks();
     // The stack holds the bias plus the local blocks; the others are added at evaluation.
     std::fill(count_stack_.begin(), count_stack_.end(), 0);
@@ -346,6 +357,60 @@ void NnueEvaluator::reset(const Position& position) {
         const Square square = pop_lsb(occupied);
         apply_piece(position.color_on(square), position.piece_type_on(square), square, +1,
                     king_buckets);
+    }
+    if (threat_offset_ >= 0) refresh_threats(position);
+}
+
+void NnueEvaluator::refresh_threats(const Position& position) {
+    const int l1 = network_->l1;
+    std::int16_t* top = threat_stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
+    std::int32_t* psqt = threat_psqt_stack_.data() + static_cast<std::size_t>(ply_) * 2;
+    std::fill(top, top + 2 * l1, static_cast<std::int16_t>(0));
+    const ThreatBoard board = ThreatBoard::of(position);
+    threats_added_.clear();
+    threat_pairs(board, board.occupied(), 0, threats_added_);
+    for (const Color perspective : {White, Black}) {
+        psqt[perspective] = 0;
+        for (const ThreatPair pair : threats_added_) {
+            const int feature = threat_feature(*threat_layout_, perspective, pair);
+            if (feature >= 0) add_column(top + perspective * l1, &psqt[perspective], threat_offset_ + feature);
+        }
+    }
+}
+
+void NnueEvaluator::update_threats(const Position& before, const PieceChange* moves,
+                                   int change_count) {
+    const int l1 = network_->l1;
+    const std::size_t width = static_cast<std::size_t>(2 * l1);
+    ThreatBoard board = ThreatBoard::of(before);
+    const ThreatBoard parent_board = board;
+    Bitboard edited = 0;
+    for (int i = 0; i < change_count; ++i) {  // removals first: castling squares may overlap
+        edited |= square_bb(moves[i].square);
+        if (moves[i].delta < 0) board.remove(moves[i].square);
+    }
+    for (int i = 0; i < change_count; ++i)
+        if (moves[i].delta > 0) board.put(moves[i].color, moves[i].type, moves[i].square);
+    threat_changes(parent_board, board, edited, threats_removed_, threats_added_);
+    const std::int16_t* parent = threat_stack_.data() + (ply_ - 1) * width;
+    std::int16_t* child = threat_stack_.data() + ply_ * width;
+    std::memcpy(child, parent, width * sizeof(std::int16_t));
+    std::int32_t* psqt = threat_psqt_stack_.data() + static_cast<std::size_t>(ply_) * 2;
+    psqt[White] = threat_psqt_stack_[static_cast<std::size_t>(ply_ - 1) * 2];
+    psqt[Black] = threat_psqt_stack_[static_cast<std::size_t>(ply_ - 1) * 2 + 1];
+    const bool has_psqt = !network_->psqt_weight.empty();
+    for (const Color perspective : {White, Black}) {
+        std::int16_t* target = child + perspective * l1;
+        for (const ThreatPair pair : threats_added_) {
+            const int feature = threat_feature(*threat_layout_, perspective, pair);
+            if (feature >= 0) add_column(target, &psqt[perspective], threat_offset_ + feature);
+        }
+        for (const ThreatPair pair : threats_removed_) {
+            const int feature = threat_feature(*threat_layout_, perspective, pair);
+            if (feature < 0) continue;
+            sub_row(target, network_->ft_weight.data() + static_cast<std::size_t>(threat_offset_ + feature) * l1, l1);
+            if (has_psqt) psqt[perspective] -= network_->psqt_weight[static_cast<std::size_t>(threat_offset_ + feature)];
+        }
     }
 }
 
@@ -435,6 +500,7 @@ void NnueEvaluator::on_do_move(const Position& before, Move move) {
         refresh_perspective(before, moves, move_count, perspective,
                             king_bucket(*king_layout_, us, king_to));
     }
+    if (threat_offset_ >= 0) update_threats(before, moves, move_count);
 }
 
 void NnueEvaluator::refresh_perspective(const Position& before, const PieceChange* moves,
@@ -471,6 +537,12 @@ void NnueEvaluator::on_do_null_move() {
     push_ply();
     std::memcpy(stack_.data() + ply_ * width, stack_.data() + (ply_ - 1) * width,
                 width * sizeof(std::int16_t));
+    if (threat_offset_ >= 0) {  // a null move changes no pair
+        std::memcpy(threat_stack_.data() + ply_ * width, threat_stack_.data() + (ply_ - 1) * width,
+                    width * sizeof(std::int16_t));
+        threat_psqt_stack_[static_cast<std::size_t>(ply_) * 2] = threat_psqt_stack_[static_cast<std::size_t>(ply_ - 1) * 2];
+        threat_psqt_stack_[static_cast<std::size_t>(ply_) * 2 + 1] = threat_psqt_stack_[static_cast<std::size_t>(ply_ - 1) * 2 + 1];
+    }
 }
 
 void NnueEvaluator::on_undo_null_move() { --ply_; }
@@ -479,7 +551,7 @@ void NnueEvaluator::add_other_blocks(const Position& position, NnueAccumulator& 
     const FeatureSet& set = network_->features;
     std::vector<int> part;
     for (std::size_t b = 0; b < set.blocks.size(); ++b) {
-        if (is_local(set.blocks[b])) continue;  // on the stack already
+        if (is_local(set.blocks[b]) || is_threat_block(set.blocks[b])) continue;  // on a stack already
         for (const Color perspective : {White, Black}) {
             block_features(position, perspective, set.blocks[b], part);
             for (const int feature : part) {
@@ -498,6 +570,13 @@ NnueAccumulator NnueEvaluator::current_accumulator(const Position& position) con
     accumulator.values[Black].assign(top + l1, top + 2 * l1);
     accumulator.psqt[White] = psqt_stack_[static_cast<std::size_t>(ply_) * 2];
     accumulator.psqt[Black] = psqt_stack_[static_cast<std::size_t>(ply_) * 2 + 1];
+    if (threat_offset_ >= 0) {
+        const std::int16_t* threats = threat_stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
+        for (const Color perspective : {White, Black}) {
+            add_row(accumulator.values[perspective].data(), threats + perspective * l1, l1);
+            accumulator.psqt[perspective] += threat_psqt_stack_[static_cast<std::size_t>(ply_) * 2 + perspective];
+        }
+    }
     add_other_blocks(position, accumulator);
     return accumulator;
 }
@@ -505,11 +584,21 @@ NnueAccumulator NnueEvaluator::current_accumulator(const Position& position) con
 int NnueEvaluator::evaluate(const Position& position) {
     const int l1 = network_->l1;
     const std::int16_t* top = stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
-    if (only_local_) {
+    if (only_local_ && threat_offset_ < 0) {
         const Color us = position.side_to_move();
         const std::int32_t* psqt = psqt_stack_.data() + static_cast<std::size_t>(ply_) * 2;
         return dense_output(top + us * l1, top + (~us) * l1, psqt[us], psqt[~us],
                             popcount(position.occupied()));
+    }
+    if (only_local_) {  // the local blocks plus the threat block, without allocating
+        const Color us = position.side_to_move();
+        const std::int16_t* threats = threat_stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
+        alignas(64) std::array<std::int16_t, 2 * kNnueMaxL1> sum;
+        for (int i = 0; i < 2 * l1; ++i) sum[static_cast<std::size_t>(i)] = wrap_add(top[i], threats[i]);
+        const std::int32_t* psqt = psqt_stack_.data() + static_cast<std::size_t>(ply_) * 2;
+        const std::int32_t* threat_psqt = threat_psqt_stack_.data() + static_cast<std::size_t>(ply_) * 2;
+        return dense_output(sum.data() + us * l1, sum.data() + (~us) * l1, psqt[us] + threat_psqt[us],
+                            psqt[~us] + threat_psqt[~us], popcount(position.occupied()));
     }
     const NnueAccumulator accumulator = current_accumulator(position);
     const Color us = position.side_to_move();

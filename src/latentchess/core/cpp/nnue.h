@@ -25,6 +25,10 @@
 //    KA and KA9 (ALL in king buckets) are local too, except that a king move into another
 //    bucket changes every feature of its own perspective: that perspective is then computed from scratch.
 //    After any sequence of do/undo, the stack top equals refresh(position) (tested).
+//  * A threat block (T, TNK: nnue_threats.h) has its own accumulator stack (no bias), updated at
+//    each move by the pairs the move removes and adds (threat_changes), untouched by king-bucket
+//    refreshes and null moves; evaluation adds it to the local blocks' (int16 wrapping adds, so
+//    the sum equals the reference's).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +38,7 @@
 
 #include "evaluate.h"
 #include "nnue_features.h"
+#include "nnue_threats.h"
 #include "position.h"
 #include "types.h"
 
@@ -132,6 +137,10 @@ class NnueEvaluator final : public Evaluator {
     void refresh_perspective(const Position& before, const PieceChange* moves, int change_count,
                              Color perspective, int bucket);
     void grow_stacks();
+    // The threat block: its accumulator and psqt pair at ply_ from the parent's (ply_ - 1) and
+    // the pairs a move changes (its edits applied to `before`), or from scratch (reset).
+    void update_threats(const Position& before, const PieceChange* moves, int change_count);
+    void refresh_threats(const Position& position);
     // The dense layers on one accumulator pair (side to move first), bounded centipawns: the
     // chunked fast path where dense_columns_ holds the regrouped weights, else output_layers.
     int dense_output(const std::int16_t* us, const std::int16_t* them, std::int32_t psqt_us,
@@ -152,6 +161,11 @@ class NnueEvaluator final : public Evaluator {
     std::vector<std::uint8_t> count_stack_;  // per ply: 2 * N piece counts (when shared_blocks_)
     std::vector<std::int16_t> stack_;  // per ply: 2 * L1 values (White's, then Black's)
     std::vector<std::int32_t> psqt_stack_;  // per ply: the 2 psqt sums (White's, then Black's)
+    int threat_offset_ = -1;  // offset of the threat block, -1 when the set has none
+    const ThreatLayout* threat_layout_ = nullptr;
+    std::vector<std::int16_t> threat_stack_;  // per ply: 2 * L1 threat sums (no bias)
+    std::vector<std::int32_t> threat_psqt_stack_;  // per ply: the 2 threat psqt sums
+    std::vector<ThreatPair> threats_removed_, threats_added_;  // scratch of update_threats
     int ply_ = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "bitboard.h"
+#include "nnue_threats.h"
 
 namespace latentchess::core {
 
@@ -17,7 +18,7 @@ struct BlockName {
     int size;
 };
 
-constexpr std::array<BlockName, 11> kBlocks = {{
+constexpr std::array<BlockName, 13> kBlocks = {{
     {"ALL", FeatureBlock::All, 768},
     {"H", FeatureBlock::H, 96},
     {"V", FeatureBlock::V, 96},
@@ -29,6 +30,8 @@ constexpr std::array<BlockName, 11> kBlocks = {{
     {"MC", FeatureBlock::MC, 206},
     {"KA", FeatureBlock::KA, kKingBucketsKA.buckets * 768},
     {"KA9", FeatureBlock::KA9, kKingBucketsKA9.buckets * 768},
+    {"T", FeatureBlock::T, 7504 * 12},  // nnue_threats.h; checked against its layout in parse
+    {"TNK", FeatureBlock::TNK, 6664 * 10},
 }};
 
 // MC's first index of each role: 2 * the sum of (cap + 1) over the roles before it.
@@ -84,7 +87,15 @@ FeatureSet FeatureSet::parse(std::string_view text) {
         if (found == kBlocks.end()) {
             throw std::invalid_argument("feature set '" + std::string(text) +
                                         "': unknown block '" + std::string(part) +
-                                        "' (blocks: ALL H V D1 D2 PH PV MB MC)");
+                                        "' (blocks: ALL H V D1 D2 PH PV MB MC KA KA9 T TNK)");
+        }
+        if (!set.blocks.empty() && is_threat_block(set.blocks.back())) {
+            throw std::invalid_argument("feature set '" + std::string(text) +
+                                        "': a threat block (T, TNK) must come last, and only one");
+        }
+        if (is_threat_block(found->block) &&
+            threat_layout(found->block == FeatureBlock::TNK).size != found->size) {
+            throw std::logic_error("threat layout size mismatch");
         }
         if (std::find(set.blocks.begin(), set.blocks.end(), found->block) != set.blocks.end()) {
             throw std::invalid_argument("feature set '" + std::string(text) + "' repeats a block");
@@ -191,6 +202,10 @@ void block_features(const Position& position, Color perspective, FeatureBlock bl
             }
         }
         std::sort(out.begin(), out.end());
+        return;
+    }
+    if (is_threat_block(block)) {
+        threat_features(position, perspective, block == FeatureBlock::TNK, out);
         return;
     }
     if (const KingBucketLayout* layout = king_bucket_layout(block)) {

@@ -5,7 +5,8 @@
 //  * Each perspective sees the board flipped vertically for Black, colours swapped: c = 0 "ours".
 //    role = piece type - 1 (P N B R Q K = 0..5); file, rank in the perspective's board.
 //  * Every block of the reference is here: ALL, H, V, D1, D2, PH, PV, the mobility blocks MB
-//    and MC, and KA and KA9 (ALL in king buckets). Mobility is a colour's legal destinations as if it were to move (its own king left
+//    and MC, KA and KA9 (ALL in king buckets), and the threat blocks T and TNK (nnue_threats.h),
+//    which come last in a set (parse refuses them elsewhere). Mobility is a colour's legal destinations as if it were to move (its own king left
 //    safe; a pawn's single push and captures, en passant only for the side to move; castling as
 //    the king's move to its target square, g or c file, in Chess960 too), computed from bitboards without making moves.
 //  * active_features returns each active feature once, sorted ascending.
@@ -22,7 +23,11 @@
 
 namespace latentchess::core {
 
-enum class FeatureBlock : int { All, H, V, D1, D2, PH, PV, MB, MC, KA, KA9 };
+enum class FeatureBlock : int { All, H, V, D1, D2, PH, PV, MB, MC, KA, KA9, T, TNK };
+
+inline bool is_threat_block(FeatureBlock block) {
+    return block == FeatureBlock::T || block == FeatureBlock::TNK;
+}
 
 // The king-bucketed blocks (not in the thesis): copies of ALL, the copy picked by the
 // perspective's own king on the perspective's board. A layout is drawn as a board is printed,
@@ -64,7 +69,8 @@ struct FeatureSet {
     int size = 0;              // N, the number of features
 
     // "ALL+H+V" (case-sensitive upper case, as the Python side writes it); throws
-    // std::invalid_argument naming the text for an unknown or unsupported block.
+    // std::invalid_argument naming the text for an unknown or unsupported block, a repeated
+    // one, or a threat block that is not the last.
     static FeatureSet parse(std::string_view text);
     std::string name() const;
     bool only_all() const { return blocks.size() == 1 && blocks[0] == FeatureBlock::All; }
