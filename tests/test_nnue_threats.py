@@ -21,7 +21,14 @@ from latentchess.nnue.features import (
     position_features,
 )
 from latentchess.nnue.io import load_nnue, save_nnue
-from latentchess.nnue.model import Nnue, NnueConfig, quantised_forward
+from latentchess.nnue.model import (
+    Nnue,
+    NnueConfig,
+    add_threat_block,
+    expand_network,
+    quantise,
+    quantised_forward,
+)
 from latentchess.training.nnue import NnueTrainConfig
 from latentchess.training.objectives.nnue import train_nnue
 from training_fixtures import write_material_csv
@@ -235,3 +242,27 @@ def test_a_threat_network_trains_and_exports_what_the_core_evaluates(tmp_path: P
         floats = model.network(padded(0), padded(1), torch.from_numpy(stm)).numpy()
     # Rounding of ~100 weights per perspective and the floor of the output: a few centipawns.
     assert np.abs(floats - integer).mean() < 5 and np.abs(floats - integer).max() < 20
+
+
+def test_a_zero_threat_block_keeps_the_function_and_a_lean_file_loads(tmp_path: Path) -> None:
+    torch.manual_seed(3)
+    plain = Nnue(NnueConfig(feature_set="KA9", l1=16, l2=4, psqt=True, output_buckets=2))
+    with torch.no_grad():
+        plain.out.weight.mul_(10.0)
+    grown = expand_network(plain, NnueConfig(**{**plain.cfg.to_dict(), "feature_set": "KA9+T"}))
+    assert grown.cfg.feature_set == "KA9+T"
+    with pytest.raises(LatentChessError, match="add_threat_block"):
+        add_threat_block(grown, "TNK")
+    full = save_nnue(tmp_path / "full", grown, {})
+    lean = save_nnue(tmp_path / "lean", grown, {}, lean=True)
+    size = (lean / "model.safetensors").stat().st_size
+    assert size < (full / "model.safetensors").stat().st_size / 2
+    loaded = load_nnue(lean)  # float weights rebuilt from the integers: the same integers again
+    for name, value in quantise(grown).items():
+        assert np.array_equal(loaded.quantised[name], value)
+        assert np.array_equal(quantise(loaded.network)[name], value), name
+    native = native_module()
+    small, big = (load_network(save_nnue(tmp_path / "plain", plain, {})), load_network(lean))
+    for board in [*_random_boards(12, games=2, plies=40), *map(chess.Board, DENSE)]:
+        position = native.Position(board.fen())
+        assert small.evaluate(position) == big.evaluate(position)

@@ -102,8 +102,15 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from latentchess.nnue.features import BLOCK_SIZES
     from latentchess.nnue.io import load_nnue
 
     model = load_nnue(args.model)
-    print(json.dumps({"nnue": model.network.cfg.to_dict(), **model.metadata}, indent=2))
+    features = model.network.cfg.features
+    blocks = [
+        {"block": block, "offset": offset, "size": BLOCK_SIZES[block]}
+        for block, offset in zip(features.blocks, features.offsets, strict=True)
+    ]
+    nnue = model.network.cfg.to_dict() | {"features": features.size, "blocks": blocks}
+    print(json.dumps({"nnue": nnue, **model.metadata}, indent=2))
     return 0

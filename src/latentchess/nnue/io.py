@@ -6,7 +6,10 @@ reference) and the quantised ones the core runs (``q.ft.weight`` int16 (N, L1), 
 ``q.out.bias`` int32 (B,), B output buckets, 1 unless the network has more; ``q.psqt.weight``
 int32 (N,) with the psqt term); its metadata holds ``feature_set``, ``l1``, ``l2``, ``psqt`` and
 ``output_buckets`` (strings; files without the last have one bucket), which is all the native
-core reads. ``config.json``::
+core reads. A *lean* file (``save_nnue(..., lean=True)``, for networks with a large threat
+block) holds the quantised tensors alone; :func:`load_nnue` then rebuilds the float weights from
+them (each divided by its scale), so it fine-tunes and evaluates as the integer network does.
+``config.json``::
 
     {"format": "latentchess-model", "format_version": 1, "kind": "nnue",
      "nnue": {"feature_set": "ALL", "l1": 256, "l2": 32, "psqt": true, "output_buckets": 1},
@@ -56,11 +59,20 @@ class NnueModel:
     metadata: dict[str, Any]
 
 
-def save_nnue(path: str | Path, network: Nnue, metadata: dict[str, Any]) -> Path:
-    """Write a model directory atomically (temporary directory renamed into place)."""
+def save_nnue(
+    path: str | Path, network: Nnue, metadata: dict[str, Any], *, lean: bool = False
+) -> Path:
+    """Write a model directory atomically (temporary directory renamed into place).
+
+    ``lean``: the quantised tensors only (the float ones are rebuilt from them on loading).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tensors = {f"float.{k}": v.detach().cpu().numpy() for k, v in network.state_dict().items()}
+    tensors = (
+        {}
+        if lean
+        else {f"float.{k}": v.detach().cpu().numpy() for k, v in network.state_dict().items()}
+    )
     tensors |= {f"q.{k}": v for k, v in quantise(network).items()}
     document = {
         "format": "latentchess-model",
@@ -102,6 +114,28 @@ def save_nnue(path: str | Path, network: Nnue, metadata: dict[str, Any]) -> Path
     return path
 
 
+def _dequantised(tensors: dict[str, npt.NDArray[Any]], network: Nnue) -> dict[str, torch.Tensor]:
+    """Float weights of a lean file: each quantised tensor over its scale (:func:`quantise`)."""
+    out_w_scale = OUTPUT_SCALE * OUT_SHIFT / L1_SCALE
+    state = {k: v.detach().clone() for k, v in network.state_dict().items()}
+
+    def get(name: str, scale: float) -> torch.Tensor:
+        return torch.from_numpy(tensors[f"q.{name}"].astype(np.float32) / np.float32(scale))
+
+    n = len(tensors["q.ft.weight"])
+    state["ft.weight"][:n] = get("ft.weight", L1_SCALE)
+    state["ft.weight"][n:] = 0.0
+    state["ft_bias"] = get("ft.bias", L1_SCALE)
+    state["l2.weight"] = get("l2.weight", L2_SCALE)
+    state["l2.bias"] = get("l2.bias", L1_SCALE * L2_SCALE)
+    state["out.weight"] = get("out.weight", out_w_scale).reshape(state["out.weight"].shape)
+    state["out.bias"] = get("out.bias", OUTPUT_SCALE * OUT_SHIFT)
+    if "q.psqt.weight" in tensors and "psqt.weight" in state:
+        state["psqt.weight"][:n, 0] = get("psqt.weight", OUTPUT_SCALE * OUT_SHIFT)
+        state["psqt.weight"][n:] = 0.0
+    return state
+
+
 def load_nnue(path: str | Path | None = None) -> NnueModel:
     """Read a directory written by :func:`save_nnue` (``None``: the shipped network).
 
@@ -133,6 +167,13 @@ def load_nnue(path: str | Path | None = None) -> NnueModel:
         for k, v in tensors.items()
         if k.startswith("float.")
     }
+    if not state and "q.ft.weight" in tensors:  # a lean file
+        try:
+            state = _dequantised(tensors, network)
+        except (RuntimeError, KeyError) as error:
+            raise ModelFileError(
+                f"{str(weights)!r} does not match {str(file)!r}: {error}"
+            ) from error
     try:
         network.load_state_dict(state)
     except RuntimeError as error:

@@ -46,6 +46,7 @@ from latentchess.errors import LatentChessError
 from latentchess.nnue.features import (
     BLOCK_SIZES,
     KING_BUCKET_LAYOUTS,
+    THREAT_BLOCKS,
     FeatureSet,
     parse_feature_set,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "expand_output_buckets",
     "expand_king_buckets",
     "expand_network",
+    "add_threat_block",
     "quantise",
     "quantised_forward",
 ]
@@ -317,8 +319,33 @@ def expand_king_buckets(plain: Nnue, block: str = "KA") -> Nnue:
     return net
 
 
+def add_threat_block(plain: Nnue, block: str = "TNK") -> Nnue:
+    """``plain`` with a threat block (T or TNK) appended, its weights zero: the same function.
+
+    The start of a threat fine-tune from a piece-square network (and, left at zero, a network
+    that searches exactly as ``plain`` while paying for the threat updates: a speed baseline).
+    """
+    if block not in THREAT_BLOCKS or plain.cfg.features.threats is not None:
+        raise LatentChessError(
+            f"add_threat_block appends one of {THREAT_BLOCKS} to a network without one, "
+            f"not {block!r} to {plain.cfg.feature_set!r}"
+        )
+    cfg = NnueConfig(**{**plain.cfg.to_dict(), "feature_set": f"{plain.cfg.feature_set}+{block}"})
+    old = plain.cfg.features.size
+    net = Nnue(cfg)
+    state = {k: v.clone() for k, v in plain.state_dict().items()}
+    for name in ("ft.weight", "psqt.weight"):
+        if name in state:
+            grown = torch.zeros((cfg.features.size + 1, state[name].shape[1]))
+            grown[:old] = state[name][:old]  # the old padding row (zero) moves to the end
+            state[name] = grown
+    net.load_state_dict(state)
+    return net
+
+
 def expand_network(start: Nnue, cfg: NnueConfig) -> Nnue:
-    """``start`` grown to ``cfg`` by king and output buckets, computing the same function.
+    """``start`` grown to ``cfg`` by king and output buckets and a zero threat block, computing
+    the same function.
 
     Raises :class:`LatentChessError` when ``cfg`` differs from ``start`` in anything else.
     """
@@ -329,6 +356,9 @@ def expand_network(start: Nnue, cfg: NnueConfig) -> Nnue:
         net = expand_king_buckets(net, kings[0])
     if net.cfg.output_buckets == 1 and cfg.output_buckets > 1:
         net = expand_output_buckets(net, cfg.output_buckets)
+    threats = cfg.features.threats
+    if threats is not None and net.cfg.features.threats is None:
+        net = add_threat_block(net, threats)
     if net.cfg != cfg:
         raise LatentChessError(f"a network of shape {start.cfg} cannot start one of shape {cfg}")
     return net

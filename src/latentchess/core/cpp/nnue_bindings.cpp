@@ -121,6 +121,34 @@ py::dict nnue_speed(std::shared_ptr<const NnueNetwork> network, const std::vecto
     return out;
 }
 
+// (n, 2, width) padded features of the positions (pad = N) in Index (int16 or int32).
+template <typename Index>
+py::array_t<Index> padded_features(const std::vector<std::string>& fens, const FeatureSet& set,
+                                   int width) {
+    py::array_t<Index> out({static_cast<py::ssize_t>(fens.size()), py::ssize_t{2},
+                            static_cast<py::ssize_t>(width)});
+    auto view = out.template mutable_unchecked<3>();
+    std::vector<Position> positions;
+    positions.reserve(fens.size());
+    for (const auto& fen : fens) positions.push_back(Position::from_fen(fen));
+    {
+        py::gil_scoped_release release;
+        for (std::size_t i = 0; i < positions.size(); ++i) {
+            for (const Color perspective : {White, Black}) {
+                const auto active = active_features(positions[i], perspective, set);
+                if (static_cast<int>(active.size()) > width) {
+                    throw std::invalid_argument("more active features than the width");
+                }
+                for (int k = 0; k < width; ++k) {
+                    view(i, perspective, k) =
+                        static_cast<Index>(k < static_cast<int>(active.size()) ? active[k] : set.size);
+                }
+            }
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 void bind_nnue(py::module_& m) {
@@ -148,33 +176,14 @@ void bind_nnue(py::module_& m) {
 
     m.def(
         "nnue_features_batch",
-        [](const std::vector<std::string>& fens, const std::string& feature_set, int width) {
+        [](const std::vector<std::string>& fens, const std::string& feature_set, int width) -> py::object {
             const FeatureSet set = FeatureSet::parse(feature_set);
-            py::array_t<std::int16_t> out({static_cast<py::ssize_t>(fens.size()), py::ssize_t{2},
-                                           static_cast<py::ssize_t>(width)});
-            auto view = out.mutable_unchecked<3>();
-            std::vector<Position> positions;
-            positions.reserve(fens.size());
-            for (const auto& fen : fens) positions.push_back(Position::from_fen(fen));
-            {
-                py::gil_scoped_release release;
-                for (std::size_t i = 0; i < positions.size(); ++i) {
-                    for (const Color perspective : {White, Black}) {
-                        const auto active = active_features(positions[i], perspective, set);
-                        if (static_cast<int>(active.size()) > width) {
-                            throw std::invalid_argument("more active features than the width");
-                        }
-                        for (int k = 0; k < width; ++k) {
-                            view(i, perspective, k) = static_cast<std::int16_t>(
-                                k < static_cast<int>(active.size()) ? active[k] : set.size);
-                        }
-                    }
-                }
-            }
-            return out;
+            if (set.size > 32767) return padded_features<std::int32_t>(fens, set, width);
+            return padded_features<std::int16_t>(fens, set, width);
         },
         py::arg("fens"), py::arg("feature_set"), py::arg("width"),
-        "(n, 2, width) int16 padded features (pad = N), as latentchess.nnue.dataset stores them.");
+        "(n, 2, width) padded features (pad = N), int16 (int32 above 32,767 features), as "
+        "latentchess.nnue.dataset stores them.");
 
     py::class_<NnueProbe>(m, "NnueProbe", "An NnueEvaluator driven move by move (tests, benches).")
         .def(py::init([](std::shared_ptr<NnueNetwork> network, const Position& position) {
