@@ -398,18 +398,38 @@ void NnueEvaluator::update_threats(const Position& before, const PieceChange* mo
     std::int32_t* psqt = threat_psqt_stack_.data() + static_cast<std::size_t>(ply_) * 2;
     psqt[White] = threat_psqt_stack_[static_cast<std::size_t>(ply_ - 1) * 2];
     psqt[Black] = threat_psqt_stack_[static_cast<std::size_t>(ply_ - 1) * 2 + 1];
+    // The rows of both perspectives (added, then removed) are listed and prefetched first, so
+    // that their cache misses (a threat table is tens of MB) overlap, then applied.
+    threat_rows_.clear();
+    int counts[2][2] = {{0, 0}, {0, 0}};  // [perspective][added, removed]
+    for (const Color perspective : {White, Black}) {
+        for (int sign = 0; sign < 2; ++sign) {
+            for (const ThreatPair pair : sign == 0 ? threats_added_ : threats_removed_) {
+                const int feature = threat_feature(*threat_layout_, perspective, pair);
+                if (feature < 0) continue;
+                threat_rows_.push_back(threat_offset_ + feature);
+                ++counts[perspective][sign];
+            }
+        }
+    }
+    const std::int16_t* weights = network_->ft_weight.data();
+    const std::size_t row_bytes = static_cast<std::size_t>(l1) * sizeof(std::int16_t);
+    for (const int feature : threat_rows_) {
+        const char* row = reinterpret_cast<const char*>(weights + static_cast<std::size_t>(feature) * l1);
+        for (std::size_t byte = 0; byte < row_bytes; byte += 64) __builtin_prefetch(row + byte);
+    }
     const bool has_psqt = !network_->psqt_weight.empty();
+    std::size_t next = 0;
     for (const Color perspective : {White, Black}) {
         std::int16_t* target = child + perspective * l1;
-        for (const ThreatPair pair : threats_added_) {
-            const int feature = threat_feature(*threat_layout_, perspective, pair);
-            if (feature >= 0) add_column(target, &psqt[perspective], threat_offset_ + feature);
-        }
-        for (const ThreatPair pair : threats_removed_) {
-            const int feature = threat_feature(*threat_layout_, perspective, pair);
-            if (feature < 0) continue;
-            sub_row(target, network_->ft_weight.data() + static_cast<std::size_t>(threat_offset_ + feature) * l1, l1);
-            if (has_psqt) psqt[perspective] -= network_->psqt_weight[static_cast<std::size_t>(threat_offset_ + feature)];
+        for (int sign = 0; sign < 2; ++sign) {
+            for (int i = 0; i < counts[perspective][sign]; ++i, ++next) {
+                const auto feature = static_cast<std::size_t>(threat_rows_[next]);
+                const std::int16_t* row = weights + feature * static_cast<std::size_t>(l1);
+                if (sign == 0) add_row(target, row, l1);
+                else sub_row(target, row, l1);
+                if (has_psqt) psqt[perspective] += sign == 0 ? network_->psqt_weight[feature] : -network_->psqt_weight[feature];
+            }
         }
     }
 }

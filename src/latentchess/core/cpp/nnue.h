@@ -166,6 +166,7 @@ class NnueEvaluator final : public Evaluator {
     std::vector<std::int16_t> threat_stack_;  // per ply: 2 * L1 threat sums (no bias)
     std::vector<std::int32_t> threat_psqt_stack_;  // per ply: the 2 threat psqt sums
     std::vector<ThreatPair> threats_removed_, threats_added_;  // scratch of update_threats
+    std::vector<int> threat_rows_;  // scratch of update_threats: the rows one move changes
     int ply_ = 0;
 };
 

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,19 +78,27 @@ class NnueProbe {
 };
 
 // Evaluations per second along given games: incremental (do, evaluate, ..., undo all) against a
-// full refresh at every position. Returns (incremental_per_s, refresh_per_s, checksum equal).
+// full refresh at every position. Returns per-second rates by the clock (incremental_per_s,
+// refresh_per_s) and by this thread's CPU time (*_per_cpu_s), and whether the sums agree.
 py::dict nnue_speed(std::shared_ptr<const NnueNetwork> network, const std::vector<std::string>& fens,
                     const std::vector<std::vector<int>>& games, int repeats) {
     using Clock = std::chrono::steady_clock;
     NnueEvaluator evaluator(network);
     long long evaluations = 0, sum_incremental = 0, sum_refresh = 0;
     double seconds_incremental = 0.0, seconds_refresh = 0.0;
+    double cpu_incremental = 0.0, cpu_refresh = 0.0;  // this thread's CPU time (load-proof)
+    const auto cpu_now = [] {
+        timespec now{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+        return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+    };
     {
         py::gil_scoped_release release;
         for (int r = 0; r < repeats; ++r) {
             for (std::size_t g = 0; g < games.size(); ++g) {
                 Position position = Position::from_fen(fens[g]);
                 auto start = Clock::now();
+                double cpu_start = cpu_now();
                 evaluator.reset(position);
                 sum_incremental += evaluator.evaluate(position);
                 for (const int bits : games[g]) {
@@ -99,8 +108,10 @@ py::dict nnue_speed(std::shared_ptr<const NnueNetwork> network, const std::vecto
                     sum_incremental += evaluator.evaluate(position);
                 }
                 seconds_incremental += std::chrono::duration<double>(Clock::now() - start).count();
+                cpu_incremental += cpu_now() - cpu_start;
                 Position again = Position::from_fen(fens[g]);
                 start = Clock::now();
+                cpu_start = cpu_now();
                 sum_refresh += std::clamp(nnue_evaluate(*network, again), -kEvaluationBound + 1,
                                           kEvaluationBound - 1);
                 for (const int bits : games[g]) {
@@ -109,6 +120,7 @@ py::dict nnue_speed(std::shared_ptr<const NnueNetwork> network, const std::vecto
                                               kEvaluationBound - 1);
                 }
                 seconds_refresh += std::chrono::duration<double>(Clock::now() - start).count();
+                cpu_refresh += cpu_now() - cpu_start;
                 evaluations += static_cast<long long>(games[g].size()) + 1;
             }
         }
@@ -117,6 +129,8 @@ py::dict nnue_speed(std::shared_ptr<const NnueNetwork> network, const std::vecto
     out["evaluations"] = evaluations;
     out["incremental_per_s"] = evaluations / seconds_incremental;
     out["refresh_per_s"] = evaluations / seconds_refresh;
+    out["incremental_per_cpu_s"] = evaluations / cpu_incremental;
+    out["refresh_per_cpu_s"] = evaluations / cpu_refresh;
     out["same_results"] = sum_incremental == sum_refresh;
     return out;
 }
