@@ -222,6 +222,10 @@ def test_a_threat_network_trains_and_exports_what_the_core_evaluates(tmp_path: P
     assert cache.dtype == np.int32 and cache.shape[2] == 32 + 240  # sparse rows, int32 indices
     model = load_nnue(result.model_dir)
     fs = model.network.cfg.features
+    threat_rows = model.network.ft.weight.detach()[fs.offsets[-1] : fs.size]
+    assert model.quantised["ft.threat_weight"].dtype == np.int8  # int8 rows, clipped in training
+    assert model.quantised["ft.threat_weight"].shape == (66640, 16)
+    assert model.quantised["ft.weight"].shape == (6912, 16) and threat_rows.abs().max() <= 1.0
     boards = [*_random_boards(9, games=2, plies=40), *map(chess.Board, DENSE)]
     feats = [position_features(b, fs) for b in boards]
     stm = np.array([0 if b.turn else 1 for b in boards])

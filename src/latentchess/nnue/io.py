@@ -1,15 +1,16 @@
 """NNUE model directories: ``model.safetensors`` + ``config.json``, no pickle.
 
 ``model.safetensors`` holds the float weights (``float.*``, for fine-tuning and the Python
-reference) and the quantised ones the core runs (``q.ft.weight`` int16 (N, L1), ``q.ft.bias`` int16,
-``q.l2.weight`` int8 (B * L2, 2 * L1), ``q.l2.bias`` int32, ``q.out.weight`` int32 (B * L2,),
-``q.out.bias`` int32 (B,), B output buckets, 1 unless the network has more; ``q.psqt.weight``
-int32 (N,) with the psqt term); its metadata holds ``feature_set``, ``l1``, ``l2``, ``psqt`` and
-``output_buckets`` (strings; files without the last have one bucket), which is all the native
-core reads. A *lean* file (``save_nnue(..., lean=True)``, for networks with a large threat
-block) holds the quantised tensors alone; :func:`load_nnue` then rebuilds the float weights from
-them (each divided by its scale), so it fine-tunes and evaluates as the integer network does.
-``config.json``::
+reference) and the quantised ones the core runs: ``q.ft.weight`` int16 (N, L1), ``q.ft.bias``
+int16, ``q.l2.weight`` int8 (B * L2, 2 * L1), ``q.l2.bias`` int32, ``q.out.weight`` int32
+(B * L2,), ``q.out.bias`` int32 (B,), B output buckets, 1 unless the network has more;
+``q.psqt.weight`` int32 (N,) with the psqt term; with a threat block, ``q.ft.threat_weight`` int8
+(T, L1) holds its rows and ``q.ft.weight`` the N - T others. Its metadata holds ``feature_set``,
+``l1``, ``l2``, ``psqt`` and ``output_buckets`` (strings; files without the last have one bucket),
+which is all the native core reads. A *lean* file (``save_nnue(..., lean=True)``, for networks
+with a large threat block) holds the quantised tensors alone; :func:`load_nnue` then rebuilds the
+float weights from them (each divided by its scale), so it fine-tunes and evaluates as the integer
+network does. ``config.json``::
 
     {"format": "latentchess-model", "format_version": 1, "kind": "nnue",
      "nnue": {"feature_set": "ALL", "l1": 256, "l2": 32, "psqt": true, "output_buckets": 1},
@@ -122,8 +123,11 @@ def _dequantised(tensors: dict[str, npt.NDArray[Any]], network: Nnue) -> dict[st
     def get(name: str, scale: float) -> torch.Tensor:
         return torch.from_numpy(tensors[f"q.{name}"].astype(np.float32) / np.float32(scale))
 
-    n = len(tensors["q.ft.weight"])
-    state["ft.weight"][:n] = get("ft.weight", L1_SCALE)
+    rows = get("ft.weight", L1_SCALE)
+    if "q.ft.threat_weight" in tensors:
+        rows = torch.cat([rows, get("ft.threat_weight", L1_SCALE)])
+    n = len(rows)
+    state["ft.weight"][:n] = rows
     state["ft.weight"][n:] = 0.0
     state["ft_bias"] = get("ft.bias", L1_SCALE)
     state["l2.weight"] = get("l2.weight", L2_SCALE)

@@ -28,6 +28,9 @@ Quantisation (what the core runs):
     L2 weights int8 at scale 64 (training clips them to +-127/64), bias int32 at scale 127 * 64;
     L2 output ``>> 6`` then clamp(0, 127). With B buckets the L2 rows are bucket-major (bucket
     b's unit j is row ``b * L2 + j``), and so are the output weights (B * L2) and biases (B).
+    A threat block's rows (T, TNK: large, read at every move) are int8 at the same scale 127,
+    ``ft.threat_weight`` (training clips them to +-1); ``ft.weight`` then holds the other blocks'
+    rows, the features below the threat block's offset.
     Output weights int32 at scale ``OUTPUT_SCALE * 16 / 127``, bias at ``OUTPUT_SCALE * 16``;
     centipawns = (sum + bias) / 16 (Stockfish's serializer, which the thesis's code follows).
 """
@@ -73,6 +76,7 @@ L1_SCALE = 127
 L2_SCALE = 64
 OUT_SHIFT = 16
 L2_CLIP = 127.0 / L2_SCALE
+THREAT_CLIP = 127.0 / L1_SCALE  # a threat block's first-layer weights: int8 at L1_SCALE
 MAX_PIECES = 32
 
 
@@ -85,6 +89,11 @@ def _piece_block(features: FeatureSet) -> tuple[int, int] | None:
         if block in features.blocks:
             return features.offsets[features.blocks.index(block)], BLOCK_SIZES[block]
     return None
+
+
+def _threat_start(features: FeatureSet) -> int | None:
+    """The first feature of the set's threat block (its last block), or ``None``."""
+    return features.offsets[-1] if features.threats is not None else None
 
 
 def output_bucket(pieces: int, buckets: int) -> int:
@@ -214,8 +223,11 @@ class Nnue(nn.Module):
 
     @torch.no_grad()
     def clip_weights(self) -> None:
-        """Keep the L2 weights representable as int8 at scale 64."""
+        """Keep the L2 weights (and a threat block's rows) representable as int8."""
         self.l2.weight.clamp_(-L2_CLIP, L2_CLIP)
+        start = _threat_start(self.cfg.features)
+        if start is not None:
+            self.ft.weight[start : self.cfg.features.size].clamp_(-THREAT_CLIP, THREAT_CLIP)
 
 
 MATERIAL_CP = (80.0, 230.0, 240.0, 370.0, 720.0, 0.0)
@@ -378,6 +390,12 @@ def quantise(model: Nnue) -> dict[str, npt.NDArray[Any]]:
     if model.psqt is not None:  # int32 in centipawns * OUT_SHIFT
         psqt = model.psqt.weight.detach().cpu().numpy()[:n, 0]
         extra["psqt.weight"] = np.round(psqt * OUTPUT_SCALE * OUT_SHIFT).astype(np.int32)
+    start = _threat_start(model.cfg.features)
+    if start is not None:  # the threat rows int8 (training keeps them in range)
+        extra["ft.threat_weight"] = np.clip(np.round(w1[start:] * L1_SCALE), -127, 127).astype(
+            np.int8
+        )
+        w1 = w1[:start]
     return extra | {
         "ft.weight": np.clip(np.round(w1 * L1_SCALE), -32767, 32767).astype(np.int16),
         "ft.bias": np.clip(np.round(b1 * L1_SCALE), -32767, 32767).astype(np.int16),
@@ -403,6 +421,8 @@ def quantised_forward(
     block = _piece_block(parse_feature_set(feature_set))
     start, size = block if block is not None else (0, BLOCK_ALL_SIZE)
     w1 = q["ft.weight"].astype(np.int32)
+    if "ft.threat_weight" in q:  # a threat block's int8 rows follow the others
+        w1 = np.concatenate([w1, q["ft.threat_weight"].astype(np.int32)])
     psqt = q.get("psqt.weight")
     buckets = len(q["out.bias"])
     l2 = len(q["out.weight"]) // buckets

@@ -37,6 +37,14 @@ void sub_row(std::int16_t* accumulator, const std::int16_t* row, int width) {
     for (int i = 0; i < width; ++i) accumulator[i] = wrap_sub(accumulator[i], row[i]);
 }
 
+// A threat block's int8 rows, sign-extended into the int16 accumulator.
+void add_row(std::int16_t* accumulator, const std::int8_t* row, int width) {
+    for (int i = 0; i < width; ++i) accumulator[i] = wrap_add(accumulator[i], static_cast<std::int16_t>(row[i]));
+}
+void sub_row(std::int16_t* accumulator, const std::int8_t* row, int width) {
+    for (int i = 0; i < width; ++i) accumulator[i] = wrap_sub(accumulator[i], static_cast<std::int16_t>(row[i]));
+}
+
 // out[i] = clamp(in[i], 0, 127). Written as int16 max/min in its own loop so the compiler
 // vectorises it (one combined loop with std::clamp<int> over both perspectives stayed scalar and
 // took half of the evaluation's time: perf, benchmarks/results/nnue_distil/README.md).
@@ -182,7 +190,9 @@ void NnueNetwork::validate() const {
         throw std::invalid_argument("NNUE network '" + source + "': " + std::to_string(output_buckets) +
                                     " output buckets (1..32, more than one needs the ALL block or a king block)");
     }
-    if (l1 <= 0 || l2 <= 0 || l1 > kNnueMaxL1 || ft_weight.size() != n * w1 || ft_bias.size() != w1 ||
+    const auto rows = static_cast<std::size_t>(threat_start());
+    if (l1 <= 0 || l2 <= 0 || l1 > kNnueMaxL1 || ft_weight.size() != rows * w1 ||
+        threat_weight.size() != (n - rows) * w1 || ft_bias.size() != w1 ||
         l2_weight.size() != buckets * w2 * 2 * w1 || l2_bias.size() != buckets * w2 ||
         out_weight.size() != buckets * w2 || out_bias.size() != buckets ||
         (!psqt_weight.empty() && psqt_weight.size() != n)) {
@@ -198,9 +208,13 @@ NnueAccumulator refresh_accumulator(const NnueNetwork& network, const Position& 
     for (const Color perspective : {White, Black}) {
         auto& values = accumulator.values[perspective];
         values.assign(network.ft_bias.begin(), network.ft_bias.end());
+        const int threats = network.threat_start();
+        const auto l1 = static_cast<std::size_t>(network.l1);
         for (const int feature : active_features(position, perspective, network.features)) {
-            add_row(values.data(), network.ft_weight.data() + static_cast<std::size_t>(feature) * network.l1,
-                    network.l1);
+            if (feature >= threats)
+                add_row(values.data(), network.threat_weight.data() + static_cast<std::size_t>(feature - threats) * l1, network.l1);
+            else
+                add_row(values.data(), network.ft_weight.data() + static_cast<std::size_t>(feature) * l1, network.l1);
             if (!network.psqt_weight.empty()) accumulator.psqt[perspective] += network.psqt_weight[feature];
         }
     }
@@ -269,8 +283,11 @@ std::unique_ptr<Evaluator> NnueEvaluator::clone() const {
 }
 
 void NnueEvaluator::add_column(std::int16_t* accumulator, std::int32_t* psqt, int feature) const {
-    add_row(accumulator, network_->ft_weight.data() + static_cast<std::size_t>(feature) * network_->l1,
-            network_->l1);
+    const auto l1 = static_cast<std::size_t>(network_->l1);
+    if (threat_offset_ >= 0 && feature >= threat_offset_)
+        add_row(accumulator, network_->threat_weight.data() + static_cast<std::size_t>(feature - threat_offset_) * l1, network_->l1);
+    else
+        add_row(accumulator, network_->ft_weight.data() + static_cast<std::size_t>(feature) * l1, network_->l1);
     if (!network_->psqt_weight.empty()) *psqt += network_->psqt_weight[feature];
 }
 
@@ -407,15 +424,15 @@ void NnueEvaluator::update_threats(const Position& before, const PieceChange* mo
             for (const ThreatPair pair : sign == 0 ? threats_added_ : threats_removed_) {
                 const int feature = threat_feature(*threat_layout_, perspective, pair);
                 if (feature < 0) continue;
-                threat_rows_.push_back(threat_offset_ + feature);
+                threat_rows_.push_back(feature);
                 ++counts[perspective][sign];
             }
         }
     }
-    const std::int16_t* weights = network_->ft_weight.data();
-    const std::size_t row_bytes = static_cast<std::size_t>(l1) * sizeof(std::int16_t);
+    const std::int8_t* weights = network_->threat_weight.data();
+    const auto row_bytes = static_cast<std::size_t>(l1);
     for (const int feature : threat_rows_) {
-        const char* row = reinterpret_cast<const char*>(weights + static_cast<std::size_t>(feature) * l1);
+        const std::int8_t* row = weights + static_cast<std::size_t>(feature) * row_bytes;
         for (std::size_t byte = 0; byte < row_bytes; byte += 64) __builtin_prefetch(row + byte);
     }
     const bool has_psqt = !network_->psqt_weight.empty();
@@ -425,10 +442,13 @@ void NnueEvaluator::update_threats(const Position& before, const PieceChange* mo
         for (int sign = 0; sign < 2; ++sign) {
             for (int i = 0; i < counts[perspective][sign]; ++i, ++next) {
                 const auto feature = static_cast<std::size_t>(threat_rows_[next]);
-                const std::int16_t* row = weights + feature * static_cast<std::size_t>(l1);
+                const std::int8_t* row = weights + feature * row_bytes;
                 if (sign == 0) add_row(target, row, l1);
                 else sub_row(target, row, l1);
-                if (has_psqt) psqt[perspective] += sign == 0 ? network_->psqt_weight[feature] : -network_->psqt_weight[feature];
+                if (has_psqt) {
+                    const std::int32_t weight = network_->psqt_weight[static_cast<std::size_t>(threat_offset_) + feature];
+                    psqt[perspective] += sign == 0 ? weight : -weight;
+                }
             }
         }
     }

@@ -2,7 +2,8 @@
 //
 // Invariants:
 //  * Layout and scales equal latentchess.nnue.model.quantised_forward (the Python reference):
-//    ft_weight int16 (N, L1) row-major at scale 127, ft_bias int16 (L1); accumulators int16
+//    ft_weight int16 (N, L1) row-major at scale 127 (a threat block's rows apart: threat_weight,
+//    int8 at the same scale), ft_bias int16 (L1); accumulators int16
 //    (wrapping adds, as the reference's int16 cast); a1 = clamp(acc, 0, 127), side to move first;
 //    l2_weight int8 (L2, 2 * L1) at scale 64, l2_bias int32; a2 = clamp(z >> 6, 0, 127);
 //    centipawns = (out_weight . a2 + out_bias) >> 4 (arithmetic shift = floor). With the optional
@@ -50,7 +51,8 @@ struct NnueNetwork {
     FeatureSet features;
     int l1 = 0;
     int l2 = 0;
-    std::vector<std::int16_t> ft_weight;  // (N, L1)
+    std::vector<std::int16_t> ft_weight;  // (N, L1); without a threat block's rows
+    std::vector<std::int8_t> threat_weight;  // (T, L1): a threat block's rows, int8 (scale 127)
     std::vector<std::int16_t> ft_bias;    // (L1)
     int output_buckets = 1;
     std::vector<std::int8_t> l2_weight;   // (buckets * L2, 2 * L1)
@@ -60,6 +62,12 @@ struct NnueNetwork {
     std::vector<std::int32_t> psqt_weight;  // (N), or empty: no psqt term
     std::string source;  // where it was loaded from (for messages)
 
+    // The first feature of the threat block (the set's last block), N without one.
+    int threat_start() const {
+        return !features.blocks.empty() && is_threat_block(features.blocks.back())
+                   ? features.offsets.back()
+                   : features.size;
+    }
     // Throws std::invalid_argument when the sizes do not match the feature set and widths.
     void validate() const;
     // The dense-layer copy of a position with `pieces` pieces (kings included).

@@ -118,7 +118,10 @@ std::shared_ptr<const NnueNetwork> load_nnue_network(const std::string& path) {
     if (network->output_buckets < 1 || network->output_buckets > 32)
         fail(file, "output_buckets " + std::to_string(network->output_buckets) + " is not 1..32");
     const auto buckets = static_cast<std::size_t>(network->output_buckets);
-    network->ft_weight = tensor<std::int16_t>(header, data, "q.ft.weight", "I16", n * l1, file);
+    const auto rows = static_cast<std::size_t>(network->threat_start());  // a threat block's apart
+    network->ft_weight = tensor<std::int16_t>(header, data, "q.ft.weight", "I16", rows * l1, file);
+    if (rows < n)
+        network->threat_weight = tensor<std::int8_t>(header, data, "q.ft.threat_weight", "I8", (n - rows) * l1, file);
     network->ft_bias = tensor<std::int16_t>(header, data, "q.ft.bias", "I16", l1, file);
     network->l2_weight = tensor<std::int8_t>(header, data, "q.l2.weight", "I8", buckets * l2 * 2 * l1, file);
     network->l2_bias = tensor<std::int32_t>(header, data, "q.l2.bias", "I32", buckets * l2, file);

@@ -1,6 +1,7 @@
 // Reading an NNUE network from a model directory's model.safetensors (no Python needed).
 //
 // Invariants:
+//  * A threat block's rows are q.ft.threat_weight (int8), the others q.ft.weight (int16).
 //  * Only the quantised tensors (q.*) and the header metadata (feature_set, l1, l2) are read;
 //    dtypes and shapes are checked against them, and any mismatch throws std::invalid_argument
 //    naming the file.
