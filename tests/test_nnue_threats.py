@@ -168,6 +168,33 @@ def test_every_legal_move_and_random_games_update_as_a_refresh(threat_network: P
         assert _same(probe)
 
 
+def test_moves_not_evaluated_are_applied_when_a_later_ply_is(threat_network: Path) -> None:
+    """Threat rows are applied lazily: several plies (null moves among them) made unread, some
+    taken back, others made, then one read: still a refresh."""
+    native, network = native_module(), load_network(threat_network)
+    rng = random.Random(6)
+    for fen in DENSE:
+        board = chess.Board(fen)
+        probe = native.NnueProbe(network, native.Position(fen))
+        for step in range(12):
+            for _ in range(rng.randrange(1, 5)):
+                moves = list(board.legal_moves)
+                if not moves:
+                    break
+                move = rng.choice(moves)
+                probe.push(_bits(move))
+                board.push(move)
+                if rng.random() < 0.2 and not board.is_check():
+                    probe.push_null()
+                    probe.pop_null()
+            for _ in range(rng.randrange(0, min(3, len(board.move_stack)) + 1)):
+                probe.pop()
+                board.pop()
+            if step % 2:
+                assert _same(probe), board.fen()
+        assert probe.evaluate() == probe.refreshed_evaluate()
+
+
 def test_chess960_castling_updates_the_threats_as_a_refresh(threat_network: Path) -> None:
     native, network = native_module(), load_network(threat_network)
     # King and rook swap squares or land on each other's: both castlings from each side.

@@ -301,6 +301,9 @@ void NnueEvaluator::grow_stacks() {
     if (threat_offset_ >= 0) {
         threat_stack_.resize(capacity * width);
         threat_psqt_stack_.resize(capacity * 2);
+        threat_ready_.resize(capacity);
+        threat_rows_.resize(capacity);
+        threat_counts_.resize(capacity);
     }
     if (!shared_blocks_.empty())
         count_stack_.resize(capacity * 2 * static_cast<std::size_t>(network_->features.size));
@@ -357,6 +360,7 @@ void NnueEvaluator::reset(const Position& position) {
     count_stack_.clear();
     threat_stack_.clear();
     threat_psqt_stack_.clear();
+    threat_ready_.clear();
     grow_stacks();
     // The stack holds the bias plus the local blocks; the others are added at evaluation.
     std::fill(count_stack_.begin(), count_stack_.end(), 0);
@@ -383,6 +387,7 @@ void NnueEvaluator::refresh_threats(const Position& position) {
     std::int16_t* top = threat_stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
     std::int32_t* psqt = threat_psqt_stack_.data() + static_cast<std::size_t>(ply_) * 2;
     std::fill(top, top + 2 * l1, static_cast<std::int16_t>(0));
+    threat_ready_[static_cast<std::size_t>(ply_)] = 1;
     const ThreatBoard board = ThreatBoard::of(position);
     threats_added_.clear();
     threat_pairs(board, board.occupied(), 0, threats_added_);
@@ -395,10 +400,8 @@ void NnueEvaluator::refresh_threats(const Position& position) {
     }
 }
 
-void NnueEvaluator::update_threats(const Position& before, const PieceChange* moves,
+void NnueEvaluator::record_threats(const Position& before, const PieceChange* moves,
                                    int change_count) {
-    const int l1 = network_->l1;
-    const std::size_t width = static_cast<std::size_t>(2 * l1);
     ThreatBoard board = ThreatBoard::of(before);
     const ThreatBoard parent_board = board;
     Bitboard edited = 0;
@@ -409,48 +412,68 @@ void NnueEvaluator::update_threats(const Position& before, const PieceChange* mo
     for (int i = 0; i < change_count; ++i)
         if (moves[i].delta > 0) board.put(moves[i].color, moves[i].type, moves[i].square);
     threat_changes(parent_board, board, edited, threats_removed_, threats_added_);
-    const std::int16_t* parent = threat_stack_.data() + (ply_ - 1) * width;
-    std::int16_t* child = threat_stack_.data() + ply_ * width;
-    std::memcpy(child, parent, width * sizeof(std::int16_t));
-    std::int32_t* psqt = threat_psqt_stack_.data() + static_cast<std::size_t>(ply_) * 2;
-    psqt[White] = threat_psqt_stack_[static_cast<std::size_t>(ply_ - 1) * 2];
-    psqt[Black] = threat_psqt_stack_[static_cast<std::size_t>(ply_ - 1) * 2 + 1];
-    // The rows of both perspectives (added, then removed) are listed and prefetched first, so
-    // that their cache misses (a threat table is tens of MB) overlap, then applied.
-    threat_rows_.clear();
-    int counts[2][2] = {{0, 0}, {0, 0}};  // [perspective][added, removed]
+    std::vector<int>& rows = threat_rows_[static_cast<std::size_t>(ply_)];
+    std::array<int, 4>& counts = threat_counts_[static_cast<std::size_t>(ply_)];
+    rows.clear();
     for (const Color perspective : {White, Black}) {
         for (int sign = 0; sign < 2; ++sign) {
+            int& count = counts[static_cast<std::size_t>(perspective * 2 + sign)];
+            count = 0;
             for (const ThreatPair pair : sign == 0 ? threats_added_ : threats_removed_) {
                 const int feature = threat_feature(*threat_layout_, perspective, pair);
                 if (feature < 0) continue;
-                threat_rows_.push_back(feature);
-                ++counts[perspective][sign];
+                rows.push_back(feature);
+                ++count;
             }
         }
     }
+    // Prefetched together now, so that their cache misses (a threat table is tens of MB) overlap
+    // with each other and with the search's work until the evaluation.
     const std::int8_t* weights = network_->threat_weight.data();
-    const auto row_bytes = static_cast<std::size_t>(l1);
-    for (const int feature : threat_rows_) {
+    const auto row_bytes = static_cast<std::size_t>(network_->l1);
+    for (const int feature : rows) {
         const std::int8_t* row = weights + static_cast<std::size_t>(feature) * row_bytes;
         for (std::size_t byte = 0; byte < row_bytes; byte += 64) __builtin_prefetch(row + byte);
     }
+    threat_ready_[static_cast<std::size_t>(ply_)] = 0;
+}
+
+void NnueEvaluator::ensure_threats() const {
+    int ready = ply_;
+    while (!threat_ready_[static_cast<std::size_t>(ready)]) --ready;  // ply 0 is always ready
+    const int l1 = network_->l1;
+    const std::size_t width = static_cast<std::size_t>(2 * l1);
+    const std::int8_t* weights = network_->threat_weight.data();
+    const auto row_bytes = static_cast<std::size_t>(l1);
     const bool has_psqt = !network_->psqt_weight.empty();
-    std::size_t next = 0;
-    for (const Color perspective : {White, Black}) {
-        std::int16_t* target = child + perspective * l1;
-        for (int sign = 0; sign < 2; ++sign) {
-            for (int i = 0; i < counts[perspective][sign]; ++i, ++next) {
-                const auto feature = static_cast<std::size_t>(threat_rows_[next]);
-                const std::int8_t* row = weights + feature * row_bytes;
-                if (sign == 0) add_row(target, row, l1);
-                else sub_row(target, row, l1);
-                if (has_psqt) {
-                    const std::int32_t weight = network_->psqt_weight[static_cast<std::size_t>(threat_offset_) + feature];
-                    psqt[perspective] += sign == 0 ? weight : -weight;
+    for (int ply = ready + 1; ply <= ply_; ++ply) {
+        const auto at = static_cast<std::size_t>(ply);
+        std::int16_t* child = threat_stack_.data() + at * width;
+        std::memcpy(child, child - width, width * sizeof(std::int16_t));
+        std::int32_t* psqt = threat_psqt_stack_.data() + at * 2;
+        const std::int32_t* parent_psqt = psqt - 2;
+        psqt[White] = parent_psqt[White];
+        psqt[Black] = parent_psqt[Black];
+        const std::vector<int>& rows = threat_rows_[at];
+        const std::array<int, 4>& counts = threat_counts_[at];
+        std::size_t next = 0;
+        for (const Color perspective : {White, Black}) {
+            std::int16_t* target = child + perspective * l1;
+            for (int sign = 0; sign < 2; ++sign) {
+                for (int i = 0; i < counts[static_cast<std::size_t>(perspective * 2 + sign)]; ++i, ++next) {
+                    const auto feature = static_cast<std::size_t>(rows[next]);
+                    const std::int8_t* row = weights + feature * row_bytes;
+                    if (sign == 0) add_row(target, row, l1);
+                    else sub_row(target, row, l1);
+                    if (has_psqt) {
+                        const std::int32_t weight =
+                            network_->psqt_weight[static_cast<std::size_t>(threat_offset_) + feature];
+                        psqt[perspective] += sign == 0 ? weight : -weight;
+                    }
                 }
             }
         }
+        threat_ready_[at] = 1;
     }
 }
 
@@ -540,7 +563,7 @@ void NnueEvaluator::on_do_move(const Position& before, Move move) {
         refresh_perspective(before, moves, move_count, perspective,
                             king_bucket(*king_layout_, us, king_to));
     }
-    if (threat_offset_ >= 0) update_threats(before, moves, move_count);
+    if (threat_offset_ >= 0) record_threats(before, moves, move_count);
 }
 
 void NnueEvaluator::refresh_perspective(const Position& before, const PieceChange* moves,
@@ -577,11 +600,10 @@ void NnueEvaluator::on_do_null_move() {
     push_ply();
     std::memcpy(stack_.data() + ply_ * width, stack_.data() + (ply_ - 1) * width,
                 width * sizeof(std::int16_t));
-    if (threat_offset_ >= 0) {  // a null move changes no pair
-        std::memcpy(threat_stack_.data() + ply_ * width, threat_stack_.data() + (ply_ - 1) * width,
-                    width * sizeof(std::int16_t));
-        threat_psqt_stack_[static_cast<std::size_t>(ply_) * 2] = threat_psqt_stack_[static_cast<std::size_t>(ply_ - 1) * 2];
-        threat_psqt_stack_[static_cast<std::size_t>(ply_) * 2 + 1] = threat_psqt_stack_[static_cast<std::size_t>(ply_ - 1) * 2 + 1];
+    if (threat_offset_ >= 0) {  // a null move changes no pair: the parent's sums, when needed
+        threat_rows_[static_cast<std::size_t>(ply_)].clear();
+        threat_counts_[static_cast<std::size_t>(ply_)] = {0, 0, 0, 0};
+        threat_ready_[static_cast<std::size_t>(ply_)] = 0;
     }
 }
 
@@ -611,6 +633,7 @@ NnueAccumulator NnueEvaluator::current_accumulator(const Position& position) con
     accumulator.psqt[White] = psqt_stack_[static_cast<std::size_t>(ply_) * 2];
     accumulator.psqt[Black] = psqt_stack_[static_cast<std::size_t>(ply_) * 2 + 1];
     if (threat_offset_ >= 0) {
+        ensure_threats();
         const std::int16_t* threats = threat_stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
         for (const Color perspective : {White, Black}) {
             add_row(accumulator.values[perspective].data(), threats + perspective * l1, l1);
@@ -631,6 +654,7 @@ int NnueEvaluator::evaluate(const Position& position) {
                             popcount(position.occupied()));
     }
     if (only_local_) {  // the local blocks plus the threat block, without allocating
+        ensure_threats();
         const Color us = position.side_to_move();
         const std::int16_t* threats = threat_stack_.data() + static_cast<std::size_t>(ply_) * 2 * l1;
         alignas(64) std::array<std::int16_t, 2 * kNnueMaxL1> sum;

@@ -26,12 +26,15 @@
 //    KA and KA9 (ALL in king buckets) are local too, except that a king move into another
 //    bucket changes every feature of its own perspective: that perspective is then computed from scratch.
 //    After any sequence of do/undo, the stack top equals refresh(position) (tested).
-//  * A threat block (T, TNK: nnue_threats.h) has its own accumulator stack (no bias), updated at
-//    each move by the pairs the move removes and adds (threat_changes), untouched by king-bucket
+//  * A threat block (T, TNK: nnue_threats.h) has its own accumulator stack (no bias). A move
+//    records the rows of the pairs it removes and adds (threat_changes) and prefetches them; they
+//    are applied when an evaluation needs that ply (lazily: a node cut off before its evaluation
+//    never pays for them), from the nearest ply whose threat sums are ready; untouched by king-bucket
 //    refreshes and null moves; evaluation adds it to the local blocks' (int16 wrapping adds, so
 //    the sum equals the reference's).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -145,9 +148,11 @@ class NnueEvaluator final : public Evaluator {
     void refresh_perspective(const Position& before, const PieceChange* moves, int change_count,
                              Color perspective, int bucket);
     void grow_stacks();
-    // The threat block: its accumulator and psqt pair at ply_ from the parent's (ply_ - 1) and
-    // the pairs a move changes (its edits applied to `before`), or from scratch (reset).
-    void update_threats(const Position& before, const PieceChange* moves, int change_count);
+    // The threat block: the rows a move changes at ply_ (its edits applied to `before`),
+    // recorded and prefetched; the sums at ply_ made ready from the nearest ready ply; from
+    // scratch (reset).
+    void record_threats(const Position& before, const PieceChange* moves, int change_count);
+    void ensure_threats() const;
     void refresh_threats(const Position& position);
     // The dense layers on one accumulator pair (side to move first), bounded centipawns: the
     // chunked fast path where dense_columns_ holds the regrouped weights, else output_layers.
@@ -171,10 +176,15 @@ class NnueEvaluator final : public Evaluator {
     std::vector<std::int32_t> psqt_stack_;  // per ply: the 2 psqt sums (White's, then Black's)
     int threat_offset_ = -1;  // offset of the threat block, -1 when the set has none
     const ThreatLayout* threat_layout_ = nullptr;
-    std::vector<std::int16_t> threat_stack_;  // per ply: 2 * L1 threat sums (no bias)
-    std::vector<std::int32_t> threat_psqt_stack_;  // per ply: the 2 threat psqt sums
-    std::vector<ThreatPair> threats_removed_, threats_added_;  // scratch of update_threats
-    std::vector<int> threat_rows_;  // scratch of update_threats: the rows one move changes
+    // Per ply: 2 * L1 threat sums (no bias), the 2 threat psqt sums, whether they are ready, and
+    // the rows of the move into the ply: White's added, White's removed, Black's added, Black's
+    // removed (counts in threat_counts_). Mutable: made ready on reading.
+    mutable std::vector<std::int16_t> threat_stack_;
+    mutable std::vector<std::int32_t> threat_psqt_stack_;
+    mutable std::vector<std::uint8_t> threat_ready_;
+    std::vector<std::vector<int>> threat_rows_;
+    std::vector<std::array<int, 4>> threat_counts_;
+    std::vector<ThreatPair> threats_removed_, threats_added_;  // scratch of record_threats
     int ply_ = 0;
 };
 
