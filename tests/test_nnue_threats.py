@@ -3,6 +3,7 @@ the integer network and a short training run on them."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from latentchess.cli import main
 from latentchess.core.nnue import load_network, native_module
 from latentchess.errors import LatentChessError
 from latentchess.nnue.features import (
@@ -275,7 +277,9 @@ def test_a_threat_network_trains_and_exports_what_the_core_evaluates(tmp_path: P
     assert np.abs(floats - integer).mean() < 5 and np.abs(floats - integer).max() < 20
 
 
-def test_a_zero_threat_block_keeps_the_function_and_a_lean_file_loads(tmp_path: Path) -> None:
+def test_a_zero_threat_block_keeps_the_function_and_a_lean_file_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     torch.manual_seed(3)
     plain = Nnue(NnueConfig(feature_set="KA9", l1=16, l2=4, psqt=True, output_buckets=2))
     with torch.no_grad():
@@ -292,6 +296,12 @@ def test_a_zero_threat_block_keeps_the_function_and_a_lean_file_loads(tmp_path: 
     for name, value in quantise(grown).items():
         assert np.array_equal(loaded.quantised[name], value)
         assert np.array_equal(quantise(loaded.network)[name], value), name
+    assert main(["nnue", "info", str(lean)]) == 0  # each block with its offset and size
+    info = json.loads(capsys.readouterr().out)["nnue"]
+    assert info["blocks"] == [
+        {"block": "KA9", "offset": 0, "size": 6912},
+        {"block": "T", "offset": 6912, "size": 90048},
+    ]
     native = native_module()
     small, big = (load_network(save_nnue(tmp_path / "plain", plain, {})), load_network(lean))
     for board in [*_random_boards(12, games=2, plies=40), *map(chess.Board, DENSE)]:

@@ -112,5 +112,5 @@ def _info(args: argparse.Namespace) -> int:
         for block, offset in zip(features.blocks, features.offsets, strict=True)
     ]
     nnue = model.network.cfg.to_dict() | {"features": features.size, "blocks": blocks}
-    print(json.dumps({"nnue": nnue, **model.metadata}, indent=2))
+    print(json.dumps({**model.metadata, "nnue": nnue}, indent=2))
     return 0
