@@ -403,15 +403,14 @@ void NnueEvaluator::refresh_threats(const Position& position) {
 void NnueEvaluator::record_threats(const Position& before, const PieceChange* moves,
                                    int change_count) {
     ThreatBoard board = ThreatBoard::of(before);
-    const ThreatBoard parent_board = board;
-    Bitboard edited = 0;
-    for (int i = 0; i < change_count; ++i) {  // removals first: castling squares may overlap
-        edited |= square_bb(moves[i].square);
-        if (moves[i].delta < 0) board.remove(moves[i].square);
-    }
+    threats_removed_.clear();
+    threats_added_.clear();
+    for (int i = 0; i < change_count; ++i)  // removals first: castling squares may overlap
+        if (moves[i].delta < 0) remove_piece(board, moves[i].square, threats_removed_, threats_added_);
     for (int i = 0; i < change_count; ++i)
-        if (moves[i].delta > 0) board.put(moves[i].color, moves[i].type, moves[i].square);
-    threat_changes(parent_board, board, edited, threats_removed_, threats_added_);
+        if (moves[i].delta > 0)
+            put_piece(board, moves[i].color, moves[i].type, moves[i].square, threats_removed_, threats_added_);
+    cancel_common(threats_removed_, threats_added_);
     std::vector<int>& rows = threat_rows_[static_cast<std::size_t>(ply_)];
     std::array<int, 4>& counts = threat_counts_[static_cast<std::size_t>(ply_)];
     rows.clear();

@@ -27,7 +27,7 @@
 //    bucket changes every feature of its own perspective: that perspective is then computed from scratch.
 //    After any sequence of do/undo, the stack top equals refresh(position) (tested).
 //  * A threat block (T, TNK: nnue_threats.h) has its own accumulator stack (no bias). A move
-//    records the rows of the pairs it removes and adds (threat_changes) and prefetches them; they
+//    records the rows of the pairs it removes and adds (remove_piece, put_piece) and prefetches them; they
 //    are applied when an evaluation needs that ply (lazily: a node cut off before its evaluation
 //    never pays for them), from the nearest ply whose threat sums are ready; untouched by king-bucket
 //    refreshes and null moves; evaluation adds it to the local blocks' (int16 wrapping adds, so

@@ -120,42 +120,72 @@ void threat_pairs(const ThreatBoard& board, Bitboard attackers, Bitboard attacke
     }
 }
 
-void threat_changes(const ThreatBoard& before, const ThreatBoard& after, Bitboard edited,
-                    std::vector<ThreatPair>& removed, std::vector<ThreatPair>& added) {
-    // Attackers whose pairs may change: the edited squares' pieces and the sliders that see an
-    // edited square before or after (a ray through it opens or closes).
-    Bitboard attackers = edited;
-    for (const ThreatBoard* board : {&before, &after}) {
-        const Bitboard occupied = board->occupied();
-        const Bitboard diagonal = board->types[Bishop] | board->types[Queen];
-        const Bitboard straight = board->types[Rook] | board->types[Queen];
-        Bitboard squares = edited;
-        while (squares) {
-            const Square square = pop_lsb(squares);
-            attackers |= (attacks_from_bishop(square, occupied) & diagonal) |
-                         (attacks_from_rook(square, occupied) & straight);
+void remove_piece(ThreatBoard& board, Square square, std::vector<ThreatPair>& removed,
+                  std::vector<ThreatPair>& added) {
+    const int code = board.codes[square];
+    if (code == 0) return;
+    const Bitboard occupied = board.occupied();
+    const Bitboard after = occupied ^ square_bb(square);
+    Bitboard targets = board.attacks_of(square, occupied) & occupied;
+    while (targets) {
+        const Square to = pop_lsb(targets);
+        removed.push_back(make_threat_pair(code, square, board.codes[to], to));
+    }
+    const Bitboard sliders = board.types[Bishop] | board.types[Rook] | board.types[Queen];
+    Bitboard attackers = board.attackers_to(square, occupied);
+    while (attackers) {
+        const Square from = pop_lsb(attackers);
+        removed.push_back(make_threat_pair(board.codes[from], from, code, square));
+        if (!(sliders & square_bb(from))) continue;
+        // The ray through the emptied square now reaches the next piece beyond it.
+        Bitboard beyond = board.attacks_of(from, after) & ~board.attacks_of(from, occupied) & after;
+        while (beyond) {
+            const Square to = pop_lsb(beyond);
+            added.push_back(make_threat_pair(board.codes[from], from, board.codes[to], to));
         }
     }
-    removed.clear();
-    added.clear();
-    threat_pairs(before, attackers, edited, removed);
-    threat_pairs(after, attackers, edited, added);
-    std::sort(removed.begin(), removed.end());
-    std::sort(added.begin(), added.end());
-    // Drop the pairs on both lists (each list holds a pair at most once).
-    std::size_t i = 0, j = 0, kept_removed = 0, kept_added = 0;
-    while (i < removed.size() || j < added.size()) {
-        if (j == added.size() || (i < removed.size() && removed[i] < added[j])) {
-            removed[kept_removed++] = removed[i++];
-        } else if (i == removed.size() || added[j] < removed[i]) {
-            added[kept_added++] = added[j++];
+    board.remove(square);
+}
+
+void put_piece(ThreatBoard& board, Color color, PieceType type, Square square,
+               std::vector<ThreatPair>& removed, std::vector<ThreatPair>& added) {
+    remove_piece(board, square, removed, added);  // nothing where the square is empty
+    const Bitboard before = board.occupied();
+    board.put(color, type, square);
+    const int code = board.codes[square];
+    const Bitboard occupied = board.occupied();
+    const Bitboard sliders = board.types[Bishop] | board.types[Rook] | board.types[Queen];
+    Bitboard attackers = board.attackers_to(square, occupied);
+    while (attackers) {
+        const Square from = pop_lsb(attackers);
+        added.push_back(make_threat_pair(board.codes[from], from, code, square));
+        if (!(sliders & square_bb(from))) continue;
+        // The ray through the filled square no longer reaches the piece beyond it.
+        Bitboard cut = board.attacks_of(from, before) & ~board.attacks_of(from, occupied) & before;
+        while (cut) {
+            const Square to = pop_lsb(cut);
+            removed.push_back(make_threat_pair(board.codes[from], from, board.codes[to], to));
+        }
+    }
+    Bitboard targets = board.attacks_of(square, occupied) & occupied;
+    while (targets) {
+        const Square to = pop_lsb(targets);
+        added.push_back(make_threat_pair(code, square, board.codes[to], to));
+    }
+}
+
+void cancel_common(std::vector<ThreatPair>& removed, std::vector<ThreatPair>& added) {
+    std::size_t kept = 0;
+    for (const ThreatPair pair : removed) {
+        const auto again = std::find(added.begin(), added.end(), pair);
+        if (again == added.end()) {
+            removed[kept++] = pair;
         } else {
-            ++i;
-            ++j;
+            *again = added.back();
+            added.pop_back();
         }
     }
-    removed.resize(kept_removed);
-    added.resize(kept_added);
+    removed.resize(kept);
 }
 
 void threat_features(const Position& position, Color perspective, bool no_king,

@@ -9,9 +9,9 @@
 //    of kind ka on s below t (squares rank * 8 + file of the perspective's board, triples ordered
 //    by ka, s, t); ka, kt = role * 2 + c. T: K = 12, 7,504 triples; TNK: K = 10 and no pair with
 //    a king on either side (6,664 triples).
-//  * threat_changes lists exactly the pairs that differ between two boards that differ on the
-//    `edited` squares only: the pairs of pieces on edited squares, of pieces attacking an edited
-//    square, and of sliders that see an edited square on either board (rays opened or closed).
+//  * A move is a few single-piece edits (remove_piece, put_piece); each lists exactly the pairs
+//    it changes, so the lists of a move's edits, applied in order, turn the pairs of the board
+//    before into those after (cancel_common drops what one edit removes and another restores).
 #pragma once
 
 #include <array>
@@ -73,11 +73,16 @@ struct ThreatBoard {
 void threat_pairs(const ThreatBoard& board, Bitboard attackers, Bitboard attacked,
                   std::vector<ThreatPair>& out);
 
-// The pairs of `before` absent from `after` (into removed) and of `after` absent from `before`
-// (into added), two boards that differ on the `edited` squares only. Both lists are cleared
-// first (their capacity kept) and come back sorted.
-void threat_changes(const ThreatBoard& before, const ThreatBoard& after, Bitboard edited,
-                    std::vector<ThreatPair>& removed, std::vector<ThreatPair>& added);
+// One piece leaving `square` (remove_piece; nothing when it is empty) or arriving on it
+// (put_piece, replacing any piece there) of `board`, which is edited: the pairs the edit removes
+// and adds are appended to the lists (those of the piece itself, of its attackers, and of the
+// sliders whose ray through the square it opens or closes).
+void remove_piece(ThreatBoard& board, Square square, std::vector<ThreatPair>& removed,
+                  std::vector<ThreatPair>& added);
+void put_piece(ThreatBoard& board, Color color, PieceType type, Square square,
+               std::vector<ThreatPair>& removed, std::vector<ThreatPair>& added);
+// Drops each pair found on both lists once from each (one edit took away what another put back).
+void cancel_common(std::vector<ThreatPair>& removed, std::vector<ThreatPair>& added);
 
 // Sorted active features of T (no_king false) or TNK (true), one perspective (no offset).
 void threat_features(const Position& position, Color perspective, bool no_king,
