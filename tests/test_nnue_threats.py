@@ -115,6 +115,10 @@ def test_core_threat_features_equal_the_reference() -> None:
             for perspective in (0, 1):
                 ours = native.nnue_features(position, perspective, name)
                 assert list(ours) == reference[perspective].tolist(), (name, board.fen())
+    batch = native.nnue_features_batch([b.fen() for b in boards[:5]], "KA9+TNK", 272)
+    assert batch.dtype == np.int32  # indices above 32,767
+    first = position_features(boards[0], parse_feature_set("KA9+TNK"))[0]
+    assert batch[0, 0, : len(first)].tolist() == first.tolist() and batch[0, 0, -1] == 73552
 
 
 @pytest.fixture(scope="module", params=["KA9+T", "KA9+TNK", "TNK"])
