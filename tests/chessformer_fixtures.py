@@ -8,6 +8,9 @@ from pathlib import Path
 import chess
 import chess.pgn
 
+from latentchess.models.chessformer import ChessformerConfig
+from latentchess.training.objectives.chessformer import ChessformerTrainConfig
+
 
 def random_game(rng: random.Random, plies: int) -> chess.pgn.Game:
     """A random legal game of up to ``plies`` plies, with captures and promotions preferred."""
@@ -39,3 +42,29 @@ def write_rated_pgn(path: Path, games: int = 12, plies: int = 60, seed: int = 0)
             game.headers["Result"] = ("1-0", "0-1", "1/2-1/2")[index % 3]
             print(game, file=handle, end="\n\n")
     return path
+
+
+def train_config(
+    data: Path, out: Path, model: ChessformerConfig, **changes: object
+) -> ChessformerTrainConfig:
+    """A seconds-long Chessformer training run on one CPU thread; ``changes`` override fields
+    (``model`` among them)."""
+    base: dict[str, object] = dict(
+        data=data,
+        out=out,
+        model=model,
+        steps=8,
+        batch_size=32,
+        lr=3e-3,
+        warmup=2,
+        eval_every=4,
+        eval_positions=64,
+        checkpoint_every=4,
+        log_every=2,
+        progress=False,
+        threads=1,
+        device="cpu",
+        holdout_fraction=0.2,
+    )
+    base.update(changes)
+    return ChessformerTrainConfig(**base)  # type: ignore[arg-type]

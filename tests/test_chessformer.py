@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from chessformer_fixtures import write_rated_pgn
+from chessformer_fixtures import train_config, write_rated_pgn
 from latentchess.cli import main
 from latentchess.errors import ModelFileError
 from latentchess.models.chessformer import (
@@ -106,25 +106,7 @@ def test_config_validation() -> None:
 
 
 def _config(data: Path, out: Path, **changes: object) -> ChessformerTrainConfig:
-    base = dict(
-        data=data,
-        out=out,
-        model=NANO,
-        steps=8,
-        batch_size=32,
-        lr=3e-3,
-        warmup=2,
-        eval_every=4,
-        eval_positions=64,
-        checkpoint_every=4,
-        log_every=2,
-        progress=False,
-        threads=1,
-        device="cpu",
-        holdout_fraction=0.2,
-    )
-    base.update(changes)
-    return ChessformerTrainConfig(**base)  # type: ignore[arg-type]
+    return train_config(data, out, NANO, **changes)
 
 
 def test_training_resumes_identically_and_eval_human_reads_the_model(

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from chessformer_fixtures import random_game, write_rated_pgn
+from chessformer_fixtures import random_game, train_config, write_rated_pgn
 from latentchess.cli import main
 from latentchess.data.moves import TIME_CONTROL_BANDS, read_pgn_moves, time_control_band
 from latentchess.errors import LatentChessError
@@ -39,25 +39,10 @@ NANO = ChessformerConfig(
 
 
 def _config(data: Path, out: Path, **changes: object) -> ChessformerTrainConfig:
-    base = dict(
-        data=data,
-        out=out,
-        model=NANO,
-        steps=4,
-        batch_size=32,
-        lr=3e-3,
-        warmup=1,
-        eval_every=0,
-        eval_positions=64,
-        checkpoint_every=4,
-        log_every=1,
-        progress=False,
-        threads=1,
-        device="cpu",
-        holdout_fraction=0.2,
-    )
-    base.update(changes)
-    return ChessformerTrainConfig(**base)  # type: ignore[arg-type]
+    settings: dict[str, object] = dict(model=NANO, steps=4, warmup=1, eval_every=0, log_every=1)
+    settings.update(changes)
+    model = settings.pop("model")
+    return train_config(data, out, model, **settings)  # type: ignore[arg-type]
 
 
 def _pgn(path: Path, tcs: list[str], plies: int = 40, seed: int = 1) -> Path:

@@ -11,15 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import chess
-import numpy as np
 import pytest
-import torch
 
+from latent_fixtures import random_sparse_model
 from latentchess.core import _native as native
 from latentchess.engines.latent import LatentEngine, declared_search
 from latentchess.models import LatentModel
 from latentchess.models.config import SparseEncoderConfig
-from latentchess.models.sparse_encoder import SparseEncoder
 from latentchess.search import MATE_VALUE, SearchConfig, Searcher, is_mate_value
 from latentchess.search.native import NativeScorer, NativeSearcher, native_encoder
 
@@ -28,14 +26,7 @@ TRAINED = Path(__file__).resolve().parents[1] / "src" / "latentchess" / "weights
 
 
 def _model(seed: int = 1) -> LatentModel:
-    torch.manual_seed(seed)
-    encoder = SparseEncoder(CONFIG)
-    with torch.no_grad():
-        encoder.ft.weight.mul_(6.0)
-        encoder.ft.weight[CONFIG.features.size].zero_()
-        encoder.l2_stm.normal_(0.0, 0.1)
-    axis = np.random.default_rng(seed).normal(size=CONFIG.dim).astype(np.float32)
-    return LatentModel(encoder, axis, precision="fp32")
+    return random_sparse_model(CONFIG, seed)
 
 
 @pytest.fixture(scope="module")

@@ -23,15 +23,14 @@ import chess
 import chess.pgn
 import numpy as np
 import pytest
-import torch
 
+from latent_fixtures import random_sparse_model
 from latentchess.core import _native as native
 from latentchess.engines.latent import LatentEngine, declared_search
 from latentchess.errors import EngineError, ModelFileError
 from latentchess.models import LatentModel, save_model
 from latentchess.models.config import SparseEncoderConfig
 from latentchess.models.gab_encoder import build_encoder
-from latentchess.models.sparse_encoder import SparseEncoder
 from latentchess.search import MATE_VALUE, SearchConfig, Searcher
 from latentchess.search.native import (
     NativeScorer,
@@ -55,15 +54,7 @@ LICHESS = Path(__file__).resolve().parents[2] / "shared" / "data" / "lichess-rat
 
 
 def _model(seed: int = 0) -> LatentModel:
-    """A random sparse model, its feature transformer at a trained model's scale (std ~0.1)."""
-    torch.manual_seed(seed)
-    encoder = SparseEncoder(CONFIG)
-    with torch.no_grad():
-        encoder.ft.weight.mul_(6.0)
-        encoder.ft.weight[CONFIG.features.size].zero_()
-        encoder.l2_stm.normal_(0.0, 0.1)
-    axis = np.random.default_rng(seed).normal(size=CONFIG.dim).astype(np.float32)
-    return LatentModel(encoder, axis, precision="fp32")
+    return random_sparse_model(CONFIG, seed)
 
 
 @pytest.fixture(scope="module")
