@@ -191,6 +191,31 @@ def test_opponent_validation() -> None:
     assert "uci" in available_kinds(allow_external=True)
 
 
+def test_the_latent_opponent_and_analysis_search_as_the_model_declares(service: Service) -> None:
+    """The shipped model declares qs and its width: the page's opponent and the analysis take
+    them (the engine's path), and a width set on the page overrides the declared one."""
+    from latentchess.engines.latent import declared_search
+    from latentchess.web.opponents import build_engine
+    from latentchess.web.sessions import Session
+
+    declared = declared_search(service.model)
+    assert declared.qs and declared.width != 3  # what the web board used to hard-code
+    latent = parse_opponent({"kind": "latent"}, max_movetime_ms=5000)
+    engine = build_engine(latent, service.model)
+    assert engine.searcher.config.qs and engine.searcher.config.width == declared.width
+    # Qxf7+?? at depth 1 is what the search without qs plays here (Kxf7 wins the queen).
+    board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5Q2/PPPP1PPP/RNB1KBNR w KQkq - 2 3")
+    assert engine.play(board, chess.engine.Limit(depth=1)) != chess.Move.from_uci("f3f7")
+    narrow = parse_opponent({"kind": "latent", "params": {"width": 3}}, max_movetime_ms=5000)
+    config = build_engine(narrow, service.model).searcher.config
+    assert config.width == 3 and config.qs
+    session = Session(id="declared")
+    service._latent_analysis(session, board, 0.2, threading.Event(), lambda *_: None)
+    analysis = session.analysis_engine.searcher.config
+    assert analysis.qs and analysis.width == declared.width
+    assert analysis.depth == service.settings.analysis_depth
+
+
 def test_engine_moves_from_the_allow_list(client: TestClient) -> None:
     sid = _new(client)["id"]
     client.post(f"/api/sessions/{sid}/move", json={"uci": "e2e4"})

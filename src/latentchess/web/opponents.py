@@ -114,8 +114,9 @@ class Param:
 _SEED = Param(name="seed", default=None, minimum=0, maximum=2**31 - 1)
 PARAMS: dict[str, tuple[Param, ...]] = {
     "latent": (
-        Param(name="depth", default=4, minimum=1, maximum=8),
-        Param(name="width", default=3, minimum=1, maximum=8),
+        # No default: the model's declared search (its config.json), as the engine's spec.
+        Param(name="depth", default=None, minimum=1, maximum=8),
+        Param(name="width", default=None, minimum=1, maximum=8),
         Param(name="mode", default="minimax", choices=("minimax", "beam")),
     ),
     # elo=R: a human-like opponent at Lichess rating R (UCI_LimitStrength, engines/human.py).
@@ -261,15 +262,12 @@ def build_engine(config: OpponentConfig, model: LatentModel) -> Engine:
     """
     if config.kind == "latent" and not config.spec:
         from latentchess.engines.latent import LatentEngine
-        from latentchess.search import SearchConfig
 
-        search = SearchConfig(
-            depth=int(config.params.get("depth", 4)),
-            width=int(config.params.get("width", 3)),
-            mode=str(config.params.get("mode", "minimax")),
-            cache_size=200_000,
+        # The engine's own path: the model's declared search under the page's settings; threads=0
+        # leaves the server's torch threads as they are.
+        return LatentEngine.from_options(
+            model, **config.params, cache_size=200_000, threads=0, name=config.spec_text()
         )
-        return LatentEngine(model, search, name=config.spec_text())
     from latentchess.engines.registry import create_engine
 
     return create_engine(config.spec_text())

@@ -342,13 +342,15 @@ class Service:
         emit: Emit,
     ) -> None:
         from latentchess.engines.latent import LatentEngine
-        from latentchess.search import SearchConfig
 
         with session.engine_lock:
             if session.analysis_engine is None:
-                session.analysis_engine = LatentEngine(
+                # The model's declared search (width, qs, ...), as the engine's spec would give.
+                session.analysis_engine = LatentEngine.from_options(
                     self.model,
-                    SearchConfig(depth=self.settings.analysis_depth, cache_size=200_000),
+                    depth=self.settings.analysis_depth,
+                    cache_size=200_000,
+                    threads=0,
                     name="latent-analysis",
                 )
             engine = session.analysis_engine
