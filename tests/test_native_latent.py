@@ -400,3 +400,48 @@ def test_a_new_model_brings_its_declared_search_but_keeps_what_the_user_set(
     spec.set_option("Model", str(declared))
     spec.ready()
     assert (spec.config.width, spec.config.depth) == (6, 2)
+
+
+def test_a_core_older_than_the_sources_says_to_rebuild_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A core built before an option existed (here: before ``qs`` and ``revise``) refuses the
+    shipped model's declared search with the fix, and a match stops on it instead of abandoning
+    every game."""
+    from latentchess.engines.registry import create_engine
+    from latentchess.evaluation.limits import parse_limit
+    from latentchess.evaluation.match import MatchConfig, Player, run_match
+    from latentchess.evaluation.openings import Opening
+    from latentchess.search import native as native_search
+
+    # the option names come from the real core's pybind11 signature
+    assert {"encoder", "width", "qs", "revise"} <= native_search._keywords(native.LatentSearch)
+    current = native.LatentSearch
+
+    def older(  # type: ignore[no-untyped-def]
+        encoder, *, mode="minimax", width=3, alpha_beta=True, leaf_cutoffs=True, draw_score=0.0
+    ):
+        return current(
+            encoder,
+            mode=mode,
+            width=width,
+            alpha_beta=alpha_beta,
+            leaf_cutoffs=leaf_cutoffs,
+            draw_score=draw_score,
+        )
+
+    monkeypatch.setattr(native, "LatentSearch", older)
+    assert declared_search(None).qs
+    with pytest.raises(EngineError) as caught:
+        create_engine("latent:native=true")
+    message = str(caught.value)
+    assert "native core is older than the Python sources" in message
+    assert "qs, revise" in message and "make setup" in message
+    assert "scripts/build_native.sh" in message
+    latent = Player.from_spec("latent:native=true", parse_limit("depth=1"))
+    rand = Player.from_spec("random", parse_limit("depth=1"))
+    pgn = tmp_path / "old-core.pgn"
+    config = MatchConfig(games=2, workers=1, progress=False, max_plies=20)
+    with pytest.raises(EngineError, match="make setup"):
+        run_match(latent, rand, [Opening(name="start")], config, pgn_path=pgn)
+    assert not pgn.exists() or "abandoned" not in pgn.read_text()

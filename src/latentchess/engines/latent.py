@@ -443,6 +443,9 @@ class LatentEngine(Engine):
             assert self._searcher is not None
             self._searcher.seconds_per_position = seconds
         except Exception as error:  # reported by ready(), never lost in a thread
+            # Nothing half installed (a search that failed to build after the model was set):
+            # ready() then raises this instead of letting every move fail.
+            self._model, self._searcher = None, None
             where = self._model_path or "the default model"
             self._load_error = EngineError(f"cannot load model {where!r}: {error}")
 

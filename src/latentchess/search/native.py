@@ -17,6 +17,8 @@ otherwise); ``false`` keeps PyTorch and the Python search.
 
 from __future__ import annotations
 
+import inspect
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -27,7 +29,7 @@ import chess
 import numpy as np
 import numpy.typing as npt
 
-from latentchess.errors import ModelFileError
+from latentchess.errors import EngineError, ModelFileError
 from latentchess.search.base import MAX_DEPTH, RootMove, SearchConfig, SearchResult
 from latentchess.search.cache import EmbeddingCache
 
@@ -176,7 +178,7 @@ class NativeSearcher:
         self.cache = EmbeddingCache(1)
         self.seconds_per_position = 0.0
         self.root_policy: Callable[[chess.Board], list[chess.Move]] | None = None
-        self._search = _core().LatentSearch(
+        self._search = _latent_search(
             encoder,
             mode=self.config.mode,
             width=self.config.width,
@@ -234,6 +236,37 @@ class NativeSearcher:
         if result.nodes and result.time_s > 0:
             self.seconds_per_position = result.time_s / result.nodes
         return result
+
+
+def _latent_search(encoder: Any, **options: Any) -> Any:
+    """The core's ``LatentSearch`` over ``encoder`` with ``options``.
+
+    Raises:
+        EngineError: the compiled core predates one of the options (its sources are older than
+            the Python ones): it must be rebuilt.
+    """
+    search = _core().LatentSearch
+    try:
+        return search(encoder, **options)
+    except TypeError as error:
+        unknown = sorted(set(options) - _keywords(search))
+        if not unknown:
+            raise
+        raise EngineError(
+            f"the native core is older than the Python sources: its latent search has no "
+            f"option {', '.join(unknown)}; rebuild it with `make setup` "
+            "(or `bash scripts/build_native.sh`)"
+        ) from error
+
+
+def _keywords(function: Any) -> set[str]:
+    """The argument names ``function`` accepts: a Python signature's, or the ones a pybind11
+    docstring's signatures name (``__init__(self: T, encoder: E, mode: str = ...)``)."""
+    try:
+        return set(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        doc = getattr(getattr(function, "__init__", function), "__doc__", None) or ""
+        return set(re.findall(r"[(,]\s*(\w+):", doc))
 
 
 def _result(raw: dict[str, Any]) -> SearchResult:
