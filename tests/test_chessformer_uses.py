@@ -142,6 +142,114 @@ def test_chessformer_uci_options_and_value_head_score() -> None:
     transcript.session.close()
 
 
+# -- the game's time-control band ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def banded_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A nano model with the time-control input, its bands made distinct (a new one is zero)."""
+    torch.manual_seed(6)
+    network = Chessformer(dataclasses.replace(NANO, time_control=True))
+    assert network.speed_embedding is not None
+    with torch.no_grad():
+        network.speed_embedding.normal_()
+    return save_chessformer(tmp_path_factory.mktemp("cfb") / "banded", network, {})
+
+
+def _pairs(moves: object, scores: object) -> list[tuple[str, float]]:
+    return [(m.uci(), float(p)) for m, p in zip(moves, scores, strict=True)]  # type: ignore[call-overload]
+
+
+def _probabilities(
+    engine: object, board: chess.Board, limit: chess.engine.Limit | None = None
+) -> list[tuple[str, float]]:
+    analysis = engine.analyse(board, limit)  # type: ignore[attr-defined]
+    return _pairs([m.move for m in analysis.moves], [m.score for m in analysis.moves])
+
+
+def _same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
+    return [m for m, _ in a] == [m for m, _ in b] and np.allclose(
+        [p for _, p in a], [p for _, p in b]
+    )
+
+
+def test_chessformer_band_from_spec_or_the_first_clock_of_a_game(
+    banded_dir: Path, nano_dir: Path
+) -> None:
+    from latentchess.data.moves import clock_band
+
+    # Lichess's rule: base + 40 x increment seconds (180+2: 260 s, blitz).
+    assert [clock_band(*tc) for tc in ((60, 0), (120, 1), (180, 2), (600, 5), (1800, 0))] == [
+        1, 1, 2, 3, 4
+    ]  # fmt: skip
+    board = _italian()  # Black to move
+    model = ChessformerModel.load(banded_dir)
+    by_band = []
+    for band in range(5):
+        (prediction,) = model.predict([board], 1500, 1500, speed=band)
+        by_band.append(_pairs(prediction.moves, prediction.probabilities))
+    assert not _same(by_band[0], by_band[2])  # the model reads the band
+    spec = f"chessformer:model={banded_dir},elo=1500"
+    fixed = create_engine(f"{spec},time_control=180+2")
+    assert fixed.band() == 2 and _same(_probabilities(fixed, board), by_band[2])
+    fast = chess.engine.Limit(white_clock=30, black_clock=30)
+    assert _same(_probabilities(fixed, board, fast), by_band[2])  # a fixed band ignores clocks
+    assert create_engine(f"{spec},time_control=Rapid").band() == 3
+    with pytest.raises(Exception, match="time control must be auto"):
+        create_engine(f"{spec},time_control=fast")
+    auto = create_engine(spec)  # time_control=auto
+    assert _same(_probabilities(auto, board), by_band[0])  # no clock yet: unknown
+    # The mover's clock (Black: 600 s, rapid) is the game's; later clocks do not change it.
+    first = chess.engine.Limit(white_clock=30, black_clock=600, black_inc=0)
+    assert _same(_probabilities(auto, board, first), by_band[3])
+    assert _same(_probabilities(auto, board, fast), by_band[3])
+    auto.new_game()
+    assert _same(_probabilities(auto, board, chess.engine.Limit(black_clock=120)), by_band[1])
+    # A model without the input is unaffected by the band.
+    plain = _probabilities(create_engine(f"chessformer:model={nano_dir}"), board)
+    banded = create_engine(f"chessformer:model={nano_dir},time_control=blitz")
+    assert _same(_probabilities(banded, board, fast), plain)
+    assert "timecontrol" not in banded.info_string()
+
+
+def test_chessformer_uci_band_from_the_first_go_until_ucinewgame(banded_dir: Path) -> None:
+    from latentchess.uci.session import UciSession
+
+    spec = f"chessformer:model={banded_dir}"
+    engine = create_engine(spec)
+    transcript = SessionTranscript(lambda write: UciSession(write, spec=spec, engine=engine))
+    transcript.send("uci")
+    transcript.wait_for("uciok")
+    assert "option name TimeControl type string default auto" in transcript.lines
+
+    def go(line: str, moves: str = "e2e4") -> str:
+        transcript.send(f"position startpos moves {moves}", line)
+        transcript.wait_for("bestmove")
+        info = transcript.wait_for("info depth")
+        band = transcript.wait_for("info string chessformer").split("timecontrol ")[1]
+        board = chess.Board()
+        for uci in moves.split():
+            board.push_uci(uci)
+        speed = ("unknown", "bullet", "blitz", "rapid", "classical").index(band)
+        (prediction,) = engine.model.predict([board], 1900, 1900, speed=speed)
+        wdl = " ".join(str(round(1000 * float(x))) for x in prediction.wdl)
+        assert f"wdl {wdl} " in info  # the model was given that band
+        return band
+
+    transcript.send("ucinewgame")
+    assert go("go wtime 180000 btime 180000 winc 2000 binc 2000") == "blitz"
+    assert go("go wtime 20000 btime 20000", "e2e4 e7e5 g1f3") == "blitz"  # still the game's
+    transcript.send("ucinewgame")
+    assert go("go nodes 1") == "unknown"  # no clock: unknown until one comes
+    assert go("go wtime 60000 btime 60000") == "bullet"
+    transcript.send("setoption name TimeControl value classical")
+    assert go("go wtime 60000 btime 60000") == "classical"
+    transcript.send("setoption name TimeControl value 10+0.5")
+    assert "option 'TimeControl' refused" in transcript.infos()[-1]
+    assert engine.time_control == "classical"
+    transcript.session.close()
+
+
 # -- the policy prior of the latent and hybrid searches ------------------------------------------
 
 

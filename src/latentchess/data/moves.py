@@ -47,6 +47,7 @@ __all__ = [
     "hash_fraction",
     "TIME_CONTROL_BANDS",
     "time_control_band",
+    "clock_band",
 ]
 
 _FIELDS = (
@@ -101,7 +102,10 @@ def lichess_speed(time_control: str) -> str | None:
     match = _TIME_CONTROL.match(time_control.strip())
     if match is None:
         return None
-    seconds = int(match.group(1)) + 40 * int(match.group(2))
+    return _speed_of_seconds(int(match.group(1)) + 40 * int(match.group(2)))
+
+
+def _speed_of_seconds(seconds: float) -> str:
     for limit, name in ((30, "ultrabullet"), (180, "bullet"), (480, "blitz"), (1500, "rapid")):
         if seconds < limit:
             return name
@@ -112,6 +116,13 @@ def time_control_band(time_control: str) -> int:
     """The index in :data:`TIME_CONTROL_BANDS` of a PGN ``TimeControl`` tag (Lichess's speed
     classes; ultrabullet counts as bullet, correspondence as classical; missing: 0)."""
     return _BAND_OF_SPEED.get(lichess_speed(time_control) or "", 0)
+
+
+def clock_band(base_s: float, increment_s: float = 0.0) -> int:
+    """The index in :data:`TIME_CONTROL_BANDS` of a game of ``base_s`` seconds a side plus
+    ``increment_s`` a move, by the rule of :func:`lichess_speed` (``clock_band(180, 2)`` is
+    blitz: 180 + 40 x 2 = 260 seconds)."""
+    return _BAND_OF_SPEED[_speed_of_seconds(max(base_s, 0.0) + 40 * max(increment_s, 0.0))]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,6 +19,13 @@ Skill: ``elo=`` sets both players' ratings, ``selfelo=`` / ``oppoelo=`` each (Ma
 ``Temperature``, ``TopP`` and ``CfMode`` are UCI options, a bad value answered by an
 ``info string``). ``analyse`` reports the value head's expected score as centipawns
 (ChessBench's logistic) and the WDL as permille (UCI ``score cp ... wdl W D L``).
+
+Time control (``time_control=`` / UCI ``TimeControl``): the game's band for a model with the
+time-control input: a band name (``bullet``, ``blitz``, ``rapid``, ``classical``, ``unknown``) or
+``BASE+INC`` seconds (``180+2``), classed by Lichess's rule (base + 40 x increment); ``auto``, the
+default, infers it from the clock of the game's first search given one (``go wtime ... winc``, or
+``Limit(white_clock=..., white_inc=...)``), until :meth:`~ChessformerEngine.new_game`
+(``ucinewgame``). The human play of ``UCI_LimitStrength`` keeps the band it was calibrated at.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import chess
 import chess.engine
 import numpy as np
 
+from latentchess.data.moves import TIME_CONTROL_BANDS, clock_band, time_control_band
 from latentchess.engines.base import (
     Analysis,
     Engine,
@@ -60,6 +68,41 @@ def _float_or_none(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+def parse_time_control(text: str) -> int | None:
+    """The band index of a ``time_control`` value: a band name, ``BASE+INC`` seconds
+    (``180+2``: blitz), or ``auto`` (None: inferred from the clock).
+
+    Raises:
+        EngineError: anything else.
+    """
+    value = text.strip().lower()
+    if value == "auto":
+        return None
+    if value in TIME_CONTROL_BANDS:
+        return TIME_CONTROL_BANDS.index(value)
+    band = time_control_band(value)
+    if band == 0:
+        raise EngineError(
+            f"time control must be auto, one of {list(TIME_CONTROL_BANDS)} or BASE+INC seconds "
+            f"(180+2), got {text!r}"
+        )
+    return band
+
+
+def limit_band(board: chess.Board, limit: chess.engine.Limit | None) -> int | None:
+    """The band of the clock in ``limit`` (the side to move's, else the other's; its increment,
+    0 when none), taken as the game's initial clock; None when ``limit`` has no clock."""
+    if limit is None:
+        return None
+    clocks = [(limit.white_clock, limit.white_inc), (limit.black_clock, limit.black_inc)]
+    if not board.turn:
+        clocks.reverse()
+    for clock, increment in clocks:
+        if clock is not None:
+            return clock_band(clock, increment or 0.0)
+    return None
+
+
 class ChessformerEngine(Engine):
     """The :class:`~latentchess.engines.base.Engine` of a Chessformer model.
 
@@ -74,6 +117,8 @@ class ChessformerEngine(Engine):
         top_p: nucleus of the sampled policy.
         seed: sampling seed.
         name: display name.
+        time_control: the game's band for a model with the time-control input
+            (:func:`parse_time_control`; ``auto``: from the first clock of each game).
     """
 
     def __init__(
@@ -87,6 +132,7 @@ class ChessformerEngine(Engine):
         top_p: float = 1.0,
         seed: int = 0,
         name: str = "chessformer",
+        time_control: str = "auto",
     ) -> None:
         from latentchess.models.chessformer_io import ChessformerModel
 
@@ -110,6 +156,10 @@ class ChessformerEngine(Engine):
         self.self_elo, self.oppo_elo = float(self_elo), float(oppo_elo)
         self.rng = np.random.default_rng(seed)
         self.name = name
+        self.time_control = time_control.strip().lower()
+        self.fixed_band = parse_time_control(time_control)
+        self.game_band: int | None = None
+        """The band inferred from this game's first clock (``auto``); None before it."""
         # UCI_LimitStrength: this model when it is a human one, else the shipped human model.
         self.human = HumanPlay(
             model if model.default_elo is None else None, seed=seed, threads=None
@@ -118,8 +168,8 @@ class ChessformerEngine(Engine):
     @classmethod
     def from_options(cls, model: str | None = None, **options: Any) -> ChessformerEngine:
         """Build from spec options: ``mode``, ``elo``, ``selfelo``, ``oppoelo``,
-        ``temperature``, ``top_p`` (or ``topp``), ``seed``; and the human-play keys
-        ``limit_strength``, ``uci_elo``, ``opponent``, ``verify``, ``verify_cp``,
+        ``temperature``, ``top_p`` (or ``topp``), ``seed``, ``time_control``; and the human-play
+        keys ``limit_strength``, ``uci_elo``, ``opponent``, ``verify``, ``verify_cp``,
         ``verify_prob``, ``verify_depth``."""
         human_keys = {
             "limit_strength",
@@ -130,7 +180,17 @@ class ChessformerEngine(Engine):
             "verify_prob",
             "verify_depth",
         }
-        known = {"mode", "elo", "selfelo", "oppoelo", "temperature", "top_p", "topp", "seed"}
+        known = {
+            "mode",
+            "elo",
+            "selfelo",
+            "oppoelo",
+            "temperature",
+            "top_p",
+            "topp",
+            "seed",
+            "time_control",
+        }
         unknown = set(options) - known - human_keys
         if unknown:
             raise EngineError(
@@ -146,6 +206,7 @@ class ChessformerEngine(Engine):
                 temperature=float(options.get("temperature", 0.0)),
                 top_p=float(options.get("top_p", options.get("topp", 1.0))),
                 seed=int(options.get("seed", 0)),
+                time_control=str(options.get("time_control", "auto")),
             )
         except ValueError as error:
             raise EngineError(f"bad chessformer option: {error}") from error
@@ -177,17 +238,32 @@ class ChessformerEngine(Engine):
                 children.append(child)
                 pending.append(move)
         if children:  # one batch: the opponent is to move in each child
-            predictions = self.model.predict(children, self.oppo_elo, self.self_elo)
+            predictions = self.model.predict(
+                children, self.oppo_elo, self.self_elo, speed=self.band()
+            )
             scored += [(m, 1.0 - p.score) for m, p in zip(pending, predictions, strict=True)]
         return sorted(scored, key=lambda item: -item[1])
 
+    def band(self) -> int:
+        """The time-control band the model is given: the fixed one, else this game's (0,
+        unknown, before a clock is seen)."""
+        if self.fixed_band is not None:
+            return self.fixed_band
+        return self.game_band or 0
+
+    def new_game(self) -> None:
+        """Forget the band of the previous game's clock."""
+        self.game_band = None
+
     def analyse(self, board: chess.Board, limit: chess.engine.Limit | None = None) -> Analysis:
+        if self.game_band is None:  # the first clock of the game is its time control
+            self.game_band = limit_band(board, limit)
         if self.human.enabled:
             return self.human.analyse(board, temperature=self.temperature, top_p=self.top_p)
         started = time.monotonic()
         if not any(board.legal_moves):
             return Analysis(best_move=None, time_s=time.monotonic() - started)
-        (prediction,) = self.model.predict([board], self.self_elo, self.oppo_elo)
+        (prediction,) = self.model.predict([board], self.self_elo, self.oppo_elo, speed=self.band())
         score = prediction.score
         nodes = 1
         if self.mode == "value":
@@ -231,7 +307,7 @@ class ChessformerEngine(Engine):
 
     def options(self) -> list[EngineOption]:
         """Maia-3's names: ``Elo`` (sets both), ``SelfElo``, ``OppoElo``, ``Temperature``,
-        ``TopP``; and ``CfMode`` (policy or value)."""
+        ``TopP``; ``CfMode`` (policy or value) and ``TimeControl`` (``time_control``)."""
 
         def setter(name: str) -> Any:
             return lambda value: self._apply_option(name, str(value))
@@ -243,6 +319,7 @@ class ChessformerEngine(Engine):
             string("Temperature", f"{self.temperature:g}", setter("Temperature"), "temperature"),
             string("TopP", f"{self.top_p:g}", setter("TopP"), "top_p"),
             combo("CfMode", self.mode, MODES, setter("CfMode"), "mode"),
+            string("TimeControl", self.time_control, setter("TimeControl"), "time_control"),
             *self.human.options(elo_key="uci_elo", sampling=False),
         ]
 
@@ -286,6 +363,13 @@ class ChessformerEngine(Engine):
                 raise EngineError(f"option CfMode must be one of {list(MODES)}, got {text!r}")
             self.mode = text.lower()
             return True
+        if key == "timecontrol":
+            try:
+                self.fixed_band = parse_time_control(text)
+            except EngineError as error:
+                raise EngineError(f"option {name}: {error}") from None
+            self.time_control = text.lower()
+            return True
         return False
 
     def ready(self) -> None:
@@ -301,9 +385,12 @@ class ChessformerEngine(Engine):
         """The settings in force, for a UCI ``info string`` after each search."""
         if self.human.enabled:
             return self.human.info_string(temperature=self.temperature, top_p=self.top_p)
+        band = (
+            f" timecontrol {TIME_CONTROL_BANDS[self.band()]}" if self.model.cfg.time_control else ""
+        )
         return (
             f"chessformer {self.mode} selfelo {self.self_elo:g} oppoelo {self.oppo_elo:g} "
-            f"temperature {self.temperature:g} topp {self.top_p:g}"
+            f"temperature {self.temperature:g} topp {self.top_p:g}{band}"
         )
 
     def close(self) -> None:

@@ -442,7 +442,7 @@ ENGINES: dict[str, EngineKind] = {
         EngineKind(
             name="chessformer",
             summary="Chessformer without search: chessformer[:model=DIR,mode=policy|value,"
-            "elo=N,selfelo=N,oppoelo=N,temperature=T,top_p=P]",
+            "elo=N,selfelo=N,oppoelo=N,temperature=T,top_p=P,time_control=auto|BAND|BASE+INC]",
             build=_build_chessformer,
         ),
     )

@@ -231,13 +231,22 @@ class ChessformerModel:
         boards: Sequence[chess.Board],
         self_elo: float | Sequence[float],
         oppo_elo: float | Sequence[float],
+        speed: int | Sequence[int] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Raw (B, 4352) policy logits with illegal moves at -inf, and (B, 3) WDL logits."""
+        """Raw (B, 4352) policy logits with illegal moves at -inf, and (B, 3) WDL logits.
+
+        ``speed``: the game's time-control band (an index in
+        :data:`latentchess.data.moves.TIME_CONTROL_BANDS`; None: unknown), read only by a model
+        with the time-control input."""
         n = len(boards)
         features = torch.from_numpy(self.features(boards)).to(self.device)
         mine = torch.as_tensor(np.broadcast_to(np.asarray(self_elo, np.float32), (n,)).copy())
         theirs = torch.as_tensor(np.broadcast_to(np.asarray(oppo_elo, np.float32), (n,)).copy())
-        policy, value = self.network(features, mine.to(self.device), theirs.to(self.device))
+        bands = None
+        if speed is not None and self.cfg.time_control:
+            bands = torch.as_tensor(np.broadcast_to(np.asarray(speed, np.int64), (n,)).copy())
+            bands = bands.to(self.device)
+        policy, value = self.network(features, mine.to(self.device), theirs.to(self.device), bands)
         mask = torch.from_numpy(legal_mask(boards)).to(self.device)
         return policy.float().masked_fill(~mask, float("-inf")), value.float()
 
@@ -248,9 +257,11 @@ class ChessformerModel:
         oppo_elo: float | Sequence[float] = 1500.0,
         *,
         temperature: float = 1.0,
+        speed: int | Sequence[int] | None = None,
     ) -> list[Prediction]:
-        """Policy over the legal moves and WDL for each board (boards must have a legal move)."""
-        policy, value = self.logits(boards, self_elo, oppo_elo)
+        """Policy over the legal moves and WDL for each board (boards must have a legal move);
+        ``speed`` as in :meth:`logits`."""
+        policy, value = self.logits(boards, self_elo, oppo_elo, speed)
         probs = torch.softmax(policy / max(temperature, 1e-6), dim=1).cpu().numpy()
         wdl = torch.softmax(value, dim=1).cpu().numpy()
         out = []
