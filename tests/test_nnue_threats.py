@@ -4,8 +4,11 @@ the integer network and a short training run on them."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 from pathlib import Path
+from typing import Any
 
 import chess
 import numpy as np
@@ -31,8 +34,10 @@ from latentchess.nnue.model import (
     quantise,
     quantised_forward,
 )
+from latentchess.training.checkpoint import CHECKPOINT_FILE, load_checkpoint
+from latentchess.training.distributed import DistContext
 from latentchess.training.nnue import NnueTrainConfig
-from latentchess.training.objectives.nnue import train_nnue
+from latentchess.training.objectives.nnue import NnueObjective, train_nnue
 from training_fixtures import write_material_csv
 
 # Many pieces attacking many (middlegames, a queen battery, promotions, castling, en passant).
@@ -311,3 +316,109 @@ def test_a_zero_threat_block_keeps_the_function_and_a_lean_file_loads(
     for board in [*_random_boards(12, games=2, plies=40), *map(chess.Board, DENSE)]:
         position = native.Position(board.fen())
         assert small.evaluate(position) == big.evaluate(position)
+
+
+def _threat_run(csv: Path, out: Path, **overrides: Any) -> NnueTrainConfig:
+    settings: dict[str, Any] = {
+        "data": (str(csv),),
+        "out": out,
+        "network": NnueConfig(feature_set="KA9+TNK", l1=16, l2=4, psqt=True),
+        "steps": 4,
+        "batch_size": 32,
+        "lr": 1e-2,
+        "gamma": 0.5,
+        "epoch_positions": 50,  # the rate decays inside the run: the scheduler is resumed too
+        "dense_lr_scale": 0.5,  # and two dense groups beside the tables
+        "eval_every": 0,
+        "checkpoint_every": 100,
+        "log_every": 1,
+        "threads": 1,
+        "device": "cpu",
+        "progress": False,
+        "holdout_fraction": 0.1,
+    }
+    return NnueTrainConfig(**(settings | overrides))
+
+
+def _equal_state(a: Any, b: Any) -> bool:
+    """Nested checkpoint contents equal, tensors bit for bit."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(_equal_state(a[k], b[k]) for k in a)
+        )
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_equal_state(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def test_a_sparse_update_moves_only_the_rows_its_batches_touch_and_resumes_exactly(
+    tmp_path: Path,
+) -> None:
+    csv = tmp_path / "pos.csv.gz"
+    write_material_csv(csv, games=6)
+    cfg = _threat_run(csv, tmp_path / "a")
+    assert cfg.sparse_update and not _threat_run(csv, tmp_path, sparse_features=False).sparse_update
+    objective = NnueObjective(cfg, DistContext())  # the run's data and initial weights
+    start = objective.net.ft.weight.detach().clone()
+    rows = np.concatenate([objective._batch_rows(step) for step in range(cfg.steps)])
+    touched = np.zeros(len(start), dtype=bool)
+    touched[np.asarray(objective.cache.features[rows]).reshape(-1)] = True
+    touched[-1] = False  # the padding row
+    straight = train_nnue(cfg)
+    assert straight.step == 4
+    state = load_checkpoint(tmp_path / "a" / "checkpoints" / CHECKPOINT_FILE)
+    moved = (state["model"]["ft.weight"] != start).any(dim=1).numpy()
+    threats = slice(cfg.network.features.offsets[-1], cfg.network.features.size)
+    assert moved[threats].sum() > 0 and not (moved & ~touched).any()  # only touched rows
+    assert touched[threats].sum() < (threats.stop - threats.start) / 10
+    assert set(state["optimizer"]) == {"sparse", "dense"}
+
+    def interrupt(step: int) -> None:
+        if step == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    resumed = _threat_run(csv, tmp_path / "b")
+    assert train_nnue(resumed, on_step=interrupt).stop_reason == "signal"
+    again = train_nnue(resumed)
+    assert again.resumed_from == 2 and again.step == 4
+    other = load_checkpoint(tmp_path / "b" / "checkpoints" / CHECKPOINT_FILE)
+    for key in ("model", "optimizer", "scheduler"):
+        assert _equal_state(state[key], other[key]), key
+    assert straight.metrics == again.metrics
+    # A dense checkpoint of the same set (written before the option existed) does not resume.
+    old = {k: v for k, v in cfg.to_dict().items() if k != "sparse_features"}
+    assert cfg.resume_differences(old) == ["sparse_features: False -> True"]
+    plain = _threat_run(csv, tmp_path, network=NnueConfig(feature_set="KA9", l1=16, l2=4))
+    assert (
+        not plain.sparse_update
+        and plain.resume_differences(
+            {k: v for k, v in plain.to_dict().items() if k != "sparse_features"}
+        )
+        == []
+    )
+    with pytest.raises(LatentChessError, match="one process"):
+        NnueObjective(cfg, DistContext(rank=0, world_size=2))
+
+
+def test_a_lean_export_evaluates_in_the_core_as_the_full_one(tmp_path: Path) -> None:
+    csv = tmp_path / "pos.csv.gz"
+    write_material_csv(csv, games=6)
+    train_nnue(_threat_run(csv, tmp_path / "run", steps=2))
+    run = str(tmp_path / "run")
+    assert main(["nnue", "export", run, "--to", str(tmp_path / "full")]) == 0
+    assert main(["nnue", "export", run, "--to", str(tmp_path / "lean"), "--lean"]) == 0
+    full, lean = (tmp_path / name / "model.safetensors" for name in ("full", "lean"))
+    assert lean.stat().st_size < full.stat().st_size / 2
+    quantised = load_nnue(tmp_path / "full").quantised
+    assert all(
+        np.array_equal(v, load_nnue(tmp_path / "lean").quantised[k]) for k, v in quantised.items()
+    )
+    native = native_module()
+    a, b = load_network(tmp_path / "full"), load_network(tmp_path / "lean")
+    for board in [*_random_boards(5, games=2, plies=40), *map(chess.Board, DENSE)]:
+        position = native.Position(board.fen())
+        assert a.evaluate(position) == b.evaluate(position)

@@ -34,6 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     e = sub.add_parser("export", help="write RUN/model (or --to) from a run's last checkpoint")
     e.add_argument("run", type=Path, help="the training run directory")
     e.add_argument("--to", type=Path, default=None, help="model directory (default RUN/model)")
+    e.add_argument(
+        "--lean",
+        action="store_true",
+        help="the quantised tensors only (what the core reads; the float weights are rebuilt "
+        "from them on loading): far smaller for a threat network",
+    )
     e.set_defaults(func=_export)
 
     s = sub.add_parser(
@@ -97,7 +103,7 @@ def _label_static(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from latentchess.training.nnue import export_checkpoint
 
-    print(export_checkpoint(args.run, args.to))
+    print(export_checkpoint(args.run, args.to, lean=args.lean))
     return 0
 
 

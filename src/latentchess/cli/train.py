@@ -522,6 +522,23 @@ def add_nnue_arguments(p: argparse.ArgumentParser) -> None:
         "second-layer units from leaving (0, 1) for good, above 1 lets a bucketed fine-tune "
         "move its dense layers more than the accumulator",
     )
+    update = p.add_mutually_exclusive_group()
+    update.add_argument(
+        "--sparse-features",
+        dest="sparse_features",
+        action="store_const",
+        const=True,
+        default=None,
+        help="sparse first-layer update: a step moves only the feature rows its batch touches "
+        "(lazy Adam; the default for a set with a threat block; one process only)",
+    )
+    update.add_argument(
+        "--dense-features",
+        dest="sparse_features",
+        action="store_const",
+        const=False,
+        help="dense first-layer update: Adam on every row (the default without a threat block)",
+    )
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -559,6 +576,7 @@ def run_nnue(args: argparse.Namespace) -> int:
         seed=args.seed,
         dense_lr_scale=args.dense_lr_scale,
         score_lambda=args.score_lambda,
+        sparse_features=args.sparse_features,
         progress=not args.no_progress,
         command=command_line(),
     )

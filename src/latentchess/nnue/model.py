@@ -16,6 +16,10 @@ same function (every copy starts as the plain layers), the start of a fine-tune.
 (:mod:`latentchess.nnue.features`, king buckets) whose every king bucket starts as ALL's weights,
 and a KA network a KA9 network whose every bucket starts as the KA bucket it lies in.
 
+Training may set the feature tables ``sparse`` (:func:`latentchess.training.nnue.make_optimizer`):
+the forward pass then reads the rows a batch uses through one gather, so the backward pass gives a
+sparse gradient of those rows only, and the evaluation is the same to the bit.
+
 With ``psqt=True`` (not in the thesis; Stockfish's feature transformer has the same term) a linear
 piece-square sum per perspective, ``psqt(stm) - psqt(other)`` halved, is added to the output before
 the scale. Without it every clamped layer bounds the output: our ALL network trained on static
@@ -177,6 +181,26 @@ class Nnue(nn.Module):
         """(B, K) padded indices -> (B, L1) accumulators (float)."""
         return self.ft(features.long()) + self.ft_bias
 
+    def _sums(self, table: nn.EmbeddingBag, white: Tensor, black: Tensor) -> tuple[Tensor, Tensor]:
+        """Each perspective's sum of ``table``'s rows, (B, D) twice.
+
+        A table set ``sparse`` (a sparse first-layer update) is read through the rows the
+        batch uses: gathered once (their gradient a sparse tensor of those rows, each once, the
+        padding row never), then summed per position as the table itself would sum them.
+        """
+        if not table.sparse:
+            return table(white.long()), table(black.long())
+        both = torch.cat([white, black]).long()  # (2B, K)
+        seen = torch.zeros(len(table.weight), dtype=torch.bool, device=both.device)
+        seen[both] = True
+        used = seen.nonzero().squeeze(1)  # sorted: the padding row, if used, last
+        index = (torch.cumsum(seen, 0) - 1)[both]  # each feature's row among ``used``
+        pad = self.cfg.features.size
+        rows = nn.functional.embedding(used, table.weight, padding_idx=pad, sparse=True)
+        last = len(used) - 1 if bool(seen[pad]) else None
+        sums = nn.functional.embedding_bag(index, rows, mode="sum", padding_idx=last)
+        return sums[: len(white)], sums[len(white) :]
+
     def buckets(self, white: Tensor) -> Tensor:
         """(B,) output bucket of each position, from its pieces (its ALL or king block)."""
         count = self.cfg.output_buckets
@@ -190,7 +214,7 @@ class Nnue(nn.Module):
 
     def hidden(self, white: Tensor, black: Tensor, stm: Tensor) -> Tensor:
         """The second layer (each position's bucket) before its clamp, (B, L2)."""
-        acc_w, acc_b = self.accumulate(white), self.accumulate(black)  # (B, L1) each
+        acc_w, acc_b = (acc + self.ft_bias for acc in self._sums(self.ft, white, black))
         black_to_move = stm.bool().unsqueeze(1)  # (B, 1)
         first = torch.where(black_to_move, acc_b, acc_w)
         second = torch.where(black_to_move, acc_w, acc_b)
@@ -215,7 +239,7 @@ class Nnue(nn.Module):
         y = self.out(x)  # (B, buckets): every copy's output; keep the position's own
         y = y.gather(1, self.buckets(white).unsqueeze(1)).squeeze(1)  # (B,)
         if self.psqt is not None:
-            psqt_w, psqt_b = self.psqt(white.long()).squeeze(1), self.psqt(black.long()).squeeze(1)
+            psqt_w, psqt_b = (x.squeeze(1) for x in self._sums(self.psqt, white, black))
             ours = torch.where(stm.bool(), psqt_b, psqt_w)
             theirs = torch.where(stm.bool(), psqt_w, psqt_b)
             y = y + (ours - theirs) / 2

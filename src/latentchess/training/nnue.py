@@ -13,7 +13,9 @@ Losses (Lombardo 2024; scores in centipawns, side to move's view):
     ``mean(-log sigmoid(r - q) - log sigmoid(p + q) - log sigmoid(-(p + q)))``
 
 Optimiser: Adam (lr 5e-4), StepLR gamma 0.99 per epoch (``epoch_positions`` samples), batch 16384,
-the L2 weights clipped to +-127/64 after every step (int8 at scale 64).
+the L2 weights clipped to +-127/64 after every step (int8 at scale 64). With a sparse first-layer
+update (``sparse_features``; the default for a set with a threat block) the feature tables get
+sparse gradients and a lazy Adam (:class:`SparseFeatureAdam`): only the rows a batch touches move.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ __all__ = [
     "score_loss",
     "pqr_loss",
     "parameter_groups",
+    "SparseFeatureAdam",
+    "make_optimizer",
     "epoch_boundary",
     "holdout_split",
     "plot_nnue_training",
@@ -100,6 +104,12 @@ class NnueTrainConfig:
         seed: data order and initial weights.
         score_lambda: ``lambda``, the search score's weight in the target against the game
             result (1: the score alone; rows without a result always use the score alone).
+        sparse_features: the first-layer update: ``True`` sparse (the feature tables, the
+            first layer's and the psqt term's, get sparse gradients and the lazy Adam of
+            :class:`SparseFeatureAdam`: a step moves only the rows its batch touches), ``False``
+            dense (plain Adam on every row), ``None`` (default) sparse exactly when the set has
+            a threat block. Sparse and dense runs differ (see :class:`SparseFeatureAdam`); one
+            process only (several ranks refuse it).
         dense_lr_scale: the learning-rate factor of the two dense layers (L2 and output). Their
             fan-in is 2 x L1, so one Adam step at the feature layer's rate moves a unit by about
             L1 x lr: at 2e-3 most L2 units left (0, 1) for good within ten steps (measured: 4 of
@@ -130,6 +140,7 @@ class NnueTrainConfig:
     seed: int = 0
     dense_lr_scale: float = 1.0
     score_lambda: float = 1.0
+    sparse_features: bool | None = None
     progress: bool = True
     command: str = ""
 
@@ -151,6 +162,13 @@ class NnueTrainConfig:
                 f"dense_lr_scale must be positive and finite, got {self.dense_lr_scale!r}"
             )
 
+    @property
+    def sparse_update(self) -> bool:
+        """Whether the first layer's update is sparse (``sparse_features`` resolved)."""
+        if self.sparse_features is None:
+            return self.network.features.threats is not None
+        return self.sparse_features
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["out"], d["network"] = str(self.out), self.network.to_dict()
@@ -166,6 +184,11 @@ class NnueTrainConfig:
         saved["network"] = NnueConfig.from_dict(saved["network"]).to_dict()
         saved.setdefault("dense_lr_scale", 1.0)
         saved.setdefault("score_lambda", 1.0)
+        # Compared as resolved; checkpoints written before the option were dense.
+        sparse = saved.get("sparse_features", False)
+        if sparse is None:
+            sparse = NnueConfig.from_dict(saved["network"]).features.threats is not None
+        saved["sparse_features"], now["sparse_features"] = sparse, self.sparse_update
         return [
             f"{key}: {saved.get(key)!r} -> {now.get(key)!r}"
             for key in sorted(set(saved) | set(now))
@@ -217,6 +240,74 @@ def parameter_groups(net: Nnue, lr: float, dense_lr_scale: float) -> list[dict[s
     return [{"params": sparse}, {"params": dense, "lr": lr * dense_lr_scale}]
 
 
+class SparseFeatureAdam(torch.optim.Optimizer):
+    """Adam for the dense parameters and ``torch.optim.SparseAdam`` for the feature tables.
+
+    One optimiser for the loop and its learning-rate scheduler: its parameter groups are the
+    two inner optimisers' own (the sparse group first), so a scheduler that scales every
+    group's rate scales both, and its state dict holds both states (``{"sparse": ...,
+    "dense": ...}``), so a checkpoint resumes it exactly.
+
+    The dense parameters follow ``torch.optim.Adam`` bit for bit. The tables' update is
+    SparseAdam's *lazy* Adam, not Adam: a step updates the moments and the weights of the rows
+    its batch touches only (an untouched row keeps its weights and moments: no decay of its
+    moments, no momentum step), with the bias corrections of the step count of the whole table
+    and ``eps`` added to the uncorrected ``sqrt(v)``. A row touched by every step moves as under
+    Adam apart from where ``eps`` enters; a rarely touched row moves less than under Adam. No
+    weight decay (the NNUE runs use none) and no gradient-norm clipping (sparse gradients; the
+    NNUE runs clip none): the weight clipping after each step
+    (:meth:`~latentchess.nnue.model.Nnue.clip_weights`) is unchanged.
+    """
+
+    def __init__(self, sparse: list[Tensor], dense: list[dict[str, Any]], lr: float) -> None:
+        self.sparse = torch.optim.SparseAdam(sparse, lr=lr)
+        self.dense = torch.optim.Adam(dense, lr=lr)
+        super().__init__(self._groups(), {"lr": lr})
+
+    def _groups(self) -> list[dict[str, Any]]:
+        return [*self.sparse.param_groups, *self.dense.param_groups]
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> None:  # type: ignore[override]
+        if closure is not None:
+            raise LatentChessError("SparseFeatureAdam takes no closure")
+        self.sparse.step()
+        self.dense.step()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"sparse": self.sparse.state_dict(), "dense": self.dense.state_dict()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        if set(state_dict) != {"sparse", "dense"}:
+            raise LatentChessError(
+                "the checkpoint holds a dense Adam's state: resume it with a dense first-layer "
+                "update (--dense-features), or start a new run"
+            )
+        self.sparse.load_state_dict(state_dict["sparse"])
+        self.dense.load_state_dict(state_dict["dense"])
+        self.param_groups = self._groups()  # loading replaced the inner groups
+
+
+def make_optimizer(
+    net: Nnue, lr: float, dense_lr_scale: float, sparse: bool
+) -> torch.optim.Optimizer:
+    """The run's optimiser: Adam over :func:`parameter_groups`, or with ``sparse`` the feature
+    tables (``ft`` and ``psqt``, switched to sparse gradients) under :class:`SparseFeatureAdam`
+    and the rest under Adam, the dense layers at ``lr * dense_lr_scale``."""
+    groups = parameter_groups(net, lr, dense_lr_scale)
+    if not sparse:
+        return torch.optim.Adam(groups, lr=lr)
+    tables = [net.ft] if net.psqt is None else [net.ft, net.psqt]
+    for table in tables:
+        table.sparse = True
+    weights = [table.weight for table in tables]
+    rest = [
+        {**group, "params": [p for p in group["params"] if all(p is not w for w in weights)]}
+        for group in groups
+    ]
+    return SparseFeatureAdam(weights, rest, lr)
+
+
 def plot_nnue_training(metrics: Path, png: Path) -> None:
     """Training and validation loss against the positions seen, from a run's metrics log."""
     import matplotlib
@@ -242,11 +333,14 @@ def plot_nnue_training(metrics: Path, png: Path) -> None:
     plt.close(fig)
 
 
-def export_checkpoint(run: str | Path, model_dir: str | Path | None = None) -> Path:
+def export_checkpoint(
+    run: str | Path, model_dir: str | Path | None = None, *, lean: bool = False
+) -> Path:
     """Write the model of a run's last checkpoint (e.g. of a run still going or stopped early).
 
     The metadata says it is an export at the checkpoint's step; the validation metrics are those
-    of the last evaluation logged before it.
+    of the last evaluation logged before it. ``lean``: the quantised tensors only
+    (:func:`~latentchess.nnue.io.save_nnue`); the core evaluates it as the full file.
     """
     run = Path(run)
     state = load_checkpoint(run / "checkpoints" / CHECKPOINT_FILE)
@@ -294,6 +388,7 @@ def export_checkpoint(run: str | Path, model_dir: str | Path | None = None) -> P
             "metrics": metrics,
             "command": config.get("command", ""),
         },
+        lean=lean,
     )
     plot_nnue_training(run / "metrics.jsonl", run / "training.png")
     return out

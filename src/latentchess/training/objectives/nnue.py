@@ -9,7 +9,9 @@ objective brings what is NNUE-specific:
   held-out rows; the batch of step ``s`` is a slice of an epoch-wise permutation of the training
   rows, a pure function of ``(seed, s)``;
 * optimisation: Adam with the dense layers optionally at a smaller rate
-  (:func:`~latentchess.training.nnue.parameter_groups`), its rate times ``gamma`` after each
+  (:func:`~latentchess.training.nnue.parameter_groups`), the feature tables under a lazy sparse
+  Adam when the first-layer update is sparse (:func:`~latentchess.training.nnue.make_optimizer`;
+  one process only), its rate times ``gamma`` after each
   epoch of ``epoch_positions`` samples (``ExponentialLR`` stepped at epoch boundaries), and the
   L2 weights clipped to the int8 range after every step (:meth:`NnueObjective.after_step`);
 * evaluation: held-out loss, live second-layer units, and for PQR the target-score loss too;
@@ -49,7 +51,7 @@ from latentchess.training.nnue import (
     NnueTrainConfig,
     epoch_boundary,
     holdout_split,
-    parameter_groups,
+    make_optimizer,
     plot_nnue_training,
     pqr_loss,
     score_loss,
@@ -65,6 +67,14 @@ class NnueObjective(Objective):
 
     def __init__(self, cfg: NnueTrainConfig, ctx: DistContext) -> None:
         self.cfg, self.ctx, self.device = cfg, ctx, ctx.device
+        if cfg.sparse_update and ctx.distributed:
+            # DDP's gradient buckets are dense: it cannot reduce the tables' sparse gradients
+            # with its overlap, and a dense reduction would undo the saving.
+            raise LatentChessError(
+                f"a sparse first-layer update trains in one process, not {ctx.world_size} "
+                "ranks: train with --dense-features (the default for sets without a threat "
+                "block) or in one process"
+            )
         if cfg.batch_size % ctx.world_size:
             raise LatentChessError(
                 f"batch {cfg.batch_size} not divisible by {ctx.world_size} ranks"
@@ -120,9 +130,7 @@ class NnueObjective(Objective):
 
     def optimisation(self, settings: LoopSettings) -> Optimisation:
         cfg = self.cfg
-        optimizer = torch.optim.Adam(
-            parameter_groups(self.net, cfg.lr, cfg.dense_lr_scale), lr=cfg.lr
-        )
+        optimizer = make_optimizer(self.net, cfg.lr, cfg.dense_lr_scale, cfg.sparse_update)
         return Optimisation(
             optimizer,
             torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=cfg.gamma),
