@@ -68,8 +68,8 @@ class NnueObjective(Objective):
     def __init__(self, cfg: NnueTrainConfig, ctx: DistContext) -> None:
         self.cfg, self.ctx, self.device = cfg, ctx, ctx.device
         if cfg.sparse_update and ctx.distributed:
-            # DDP's gradient buckets are dense: it cannot reduce the tables' sparse gradients
-            # with its overlap, and a dense reduction would undo the saving.
+            # Not supported: DDP's reduction of sparse gradients depends on the backend and is
+            # untested in this loop; refused rather than trusted.
             raise LatentChessError(
                 f"a sparse first-layer update trains in one process, not {ctx.world_size} "
                 "ranks: train with --dense-features (the default for sets without a threat "
