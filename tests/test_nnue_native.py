@@ -21,6 +21,7 @@ from latentchess.nnue.features import (
 )
 from latentchess.nnue.io import load_nnue, save_nnue
 from latentchess.nnue.model import Nnue, NnueConfig, quantised_forward
+from training_fixtures import core_and_integer_reference
 
 # Positions where castling (both sides), en passant and promotions (with and without capture)
 # are legal, so random walks from them exercise every special move.
@@ -132,17 +133,10 @@ def test_features_equal_the_reference() -> None:
 
 
 def test_integer_inference_equals_the_python_reference(network_dir: Path) -> None:
-    native, model = native_module(), load_nnue(network_dir)
-    network = load_network(network_dir)
+    model, network = load_nnue(network_dir), load_network(network_dir)
     assert (network.feature_set, network.l1, network.l2) == (model.network.cfg.feature_set, 32, 8)
     boards = [b for game in _walks(5, plies=30) for b in game]
-    fs = parse_feature_set(model.network.cfg.feature_set)
-    feats = [position_features(b, fs) for b in boards]
-    stm = np.array([0 if b.turn else 1 for b in boards])
-    reference = quantised_forward(
-        model.quantised, [f[0] for f in feats], [f[1] for f in feats], stm, fs.name
-    )
-    ours = [network.evaluate(native.Position(b.fen())) for b in boards]
+    ours, reference = core_and_integer_reference(network_dir, boards)
     assert ours == reference.tolist() and np.abs(reference).max() > 20
 
 

@@ -38,7 +38,7 @@ from latentchess.training.checkpoint import CHECKPOINT_FILE, load_checkpoint
 from latentchess.training.distributed import DistContext
 from latentchess.training.nnue import NnueTrainConfig
 from latentchess.training.objectives.nnue import NnueObjective, train_nnue
-from training_fixtures import write_material_csv
+from training_fixtures import core_and_integer_reference, write_material_csv
 
 # Many pieces attacking many (middlegames, a queen battery, promotions, castling, en passant).
 DENSE = [
@@ -224,16 +224,8 @@ def test_chess960_castling_updates_the_threats_as_a_refresh(threat_network: Path
 
 
 def test_the_core_evaluates_as_the_integer_reference(threat_network: Path) -> None:
-    native, network = native_module(), load_network(threat_network)
-    model = load_nnue(threat_network)
-    fs = model.network.cfg.features
     boards = [*_random_boards(8, games=2, plies=50), *map(chess.Board, DENSE)]
-    feats = [position_features(b, fs) for b in boards]
-    stm = np.array([0 if b.turn else 1 for b in boards])
-    reference = quantised_forward(
-        model.quantised, [f[0] for f in feats], [f[1] for f in feats], stm, fs.name
-    )
-    ours = [network.evaluate(native.Position(b.fen())) for b in boards]
+    ours, reference = core_and_integer_reference(threat_network, boards)
     assert ours == reference.tolist() and np.abs(reference).max() > 20
 
 

@@ -10,9 +10,13 @@ from typing import Any
 import chess
 import numpy as np
 
+from latentchess.core.nnue import load_network, native_module
 from latentchess.data.cache import TrainingCache, write_cache
 from latentchess.encoding import SEQUENCE_LENGTH, VOCAB_SIZE
 from latentchess.models import EncoderConfig
+from latentchess.nnue.features import position_features
+from latentchess.nnue.io import load_nnue
+from latentchess.nnue.model import quantised_forward
 from latentchess.training.config import TrainConfig
 
 MICRO = EncoderConfig(name="micro", layers=1, hidden=32, heads=2, mlp=64, dim=16, dropout=0.1)
@@ -82,3 +86,19 @@ def write_material_csv(path: Path, games: int = 12, seed: int = 0) -> int:
     rows.append("8/8/8/8/8/8/8/K1k5 w - - 0 1,,3,1.0,a1a2,1,")  # a mate row: filtered
     path.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
     return len(rows)
+
+
+def core_and_integer_reference(
+    network_dir: Path, boards: list[chess.Board]
+) -> tuple[list[int], np.ndarray]:
+    """The core's evaluation of each board with the network in ``network_dir``, and Python's
+    integer (quantised) model's, for the caller to compare."""
+    native, network = native_module(), load_network(network_dir)
+    model = load_nnue(network_dir)
+    fs = model.network.cfg.features
+    feats = [position_features(b, fs) for b in boards]
+    stm = np.array([0 if b.turn else 1 for b in boards])
+    reference = quantised_forward(
+        model.quantised, [f[0] for f in feats], [f[1] for f in feats], stm, fs.name
+    )
+    return [network.evaluate(native.Position(b.fen())) for b in boards], reference
