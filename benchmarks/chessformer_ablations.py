@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from latentchess.textfiles import find_text, read_text
+
 ROOT = Path(__file__).resolve().parents[1]
 # ../shared beside the checkout (or beside the worktrees' parent, for a git worktree).
 SHARED = next((p / "shared" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT)
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     json_path = args.out / "ablations.json"
     if json_path.exists():  # a killed run continues; another budget starts a new table
-        previous = json.loads(json_path.read_text())
+        previous = json.loads(read_text(find_text(json_path)))
         if previous.get("budget") == _budget(args):
             results = previous.get("variants", {})
     for index, name in enumerate(names):

@@ -2,13 +2,18 @@
 
     python benchmarks/compress_results.py benchmarks/results/spsa --dry-run
     python benchmarks/compress_results.py benchmarks/results/spsa/nodes8k/games.pgn --git
+    python benchmarks/compress_results.py benchmarks/results --recompress --min-bytes 0 --git
 
 Arguments are files (compressed whatever their size) or folders (every file git tracks under
 them that is over ``--min-bytes``, default 1 MB, and not compressed yet; largest first). Each
 file is written as ``NAME.xz`` (xz -9, one stream), read back and compared with the original
-byte for byte, and only then is the original deleted (``--keep`` keeps it). Mentions of the old
-name in the ``README.md`` of the file's folder become the new name. ``--git`` also stages all
-of it: the original leaves git's index, the ``.xz`` and the READMEs enter it.
+byte for byte, and only then is the original deleted (``--keep`` keeps it). Markdown stays
+plain: it is what people read. ``--recompress`` takes gzip and Zstandard files as well and
+stores them as ``.xz`` (``a.pgn.gz`` becomes ``a.pgn.xz``; xz -9 keeps games in about 40% of
+gzip's bytes).
+Mentions of the old name in the ``README.md`` of the file's folder become the new name.
+``--git`` also stages all of it: the original leaves git's index, the ``.xz`` and the READMEs
+enter it.
 
 A change that compresses a file carries the file's whole text as removed plus the ``.xz`` as
 added: the script prints that cost per file and in total, and ``--max-bytes`` leaves alone any
@@ -28,11 +33,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from latentchess.textfiles import compression_of, recompress
+from latentchess.textfiles import compression_of, recompress, strip_compression
 
 MIN_BYTES = 1_000_000
 ALREADY_COMPRESSED = {".gz", ".xz", ".zst", ".bz2", ".zip", ".png", ".jpg", ".jpeg", ".webp",
                       ".pdf", ".parquet"}  # fmt: skip
+RECOMPRESSIBLE = {".gz", ".zst"}  # text the project reads, worth storing as .xz instead
 
 
 @dataclass
@@ -55,13 +61,19 @@ def _git(folder: Path, *args: str) -> str:
     ).stdout
 
 
-def candidates(folder: Path, min_bytes: int) -> list[Path]:
-    """Tracked files under ``folder`` over ``min_bytes`` and not compressed, largest first."""
+def candidates(folder: Path, min_bytes: int, *, recompressing: bool = False) -> list[Path]:
+    """Tracked files under ``folder`` over ``min_bytes`` and not compressed (``recompressing``:
+    or gzip/Zstandard), largest first."""
     names = _git(folder, "ls-files", "-z", "--", ".").split("\0")
     found = []
     for name in filter(None, names):
         path = folder / name
-        if not path.is_file() or path.suffix.lower() in ALREADY_COMPRESSED:
+        suffix = path.suffix.lower()
+        if (
+            not path.is_file()
+            or suffix == ".md"
+            or (suffix in ALREADY_COMPRESSED and not (recompressing and suffix in RECOMPRESSIBLE))
+        ):
             continue
         if path.stat().st_size > min_bytes:
             found.append(path)
@@ -96,7 +108,7 @@ def compress(
     With ``budget`` (bytes the change may still take), a file whose original and ``.xz``
     together exceed it is left as it was: the ``.xz`` is deleted and ``compressed`` stays None.
     """
-    target = path.with_name(path.name + ".xz")
+    target = path.with_name(strip_compression(path.name) + ".xz")
     if target.exists():
         raise FileExistsError(f"{target} exists already: remove one of the two copies first")
     outcome = Outcome(path=path, original=path.stat().st_size)
@@ -128,15 +140,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--level", type=int, default=9, help="xz preset (default 9)")
     parser.add_argument("--keep", action="store_true", help="keep the original files")
     parser.add_argument("--git", action="store_true", help="stage the change in git's index")
+    parser.add_argument(
+        "--recompress", action="store_true", help="store gzip/Zstandard files as .xz as well"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     args = parser.parse_args(argv)
 
     files: list[Path] = []
     for path in args.paths:
         if path.is_dir():
-            files += candidates(path, args.min_bytes)
+            files += candidates(path, args.min_bytes, recompressing=args.recompress)
         elif path.is_file():
-            if compression_of(path) is not None:
+            recompressible = args.recompress and path.suffix.lower() in RECOMPRESSIBLE
+            if compression_of(path) is not None and not recompressible:
                 parser.error(f"{path} is compressed already")
             files.append(path)
         else:

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from latentchess.evaluation.human import paired_difference
+from latentchess.textfiles import find_text, read_text
 
 LATENTCHESS = [sys.executable, "-m", "latentchess"]
 DEFAULT_STEPS = 1200
@@ -148,7 +149,7 @@ def main() -> int:
         from latentchess.evaluation.human import read_game_headers
 
         speed = {g.index: g.speed for g in read_game_headers(heldout)}
-        a, b = (json.loads(path.read_text()) for path in pair)
+        a, b = (json.loads(read_text(find_text(path))) for path in pair)
         for name in ("bullet", "blitz", "rapid", "classical"):
             keep = [speed[g] == name for g in a["per_game"]["game"]]
             if not any(keep):

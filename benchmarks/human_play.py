@@ -49,6 +49,7 @@ import numpy as np
 
 from latentchess.data.moves import game_key, hash_fraction
 from latentchess.provenance import git_commit
+from latentchess.textfiles import find_text, read_text
 
 TRAIN_GAMES = 23_977
 """Usable games the shipped human model's training read (``models/README.md``)."""
@@ -529,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.markdown_from is not None:
-        report = json.loads(args.markdown_from.read_text())
+        report = json.loads(read_text(find_text(args.markdown_from)))
         (args.markdown_from.parent / "results.md").write_text(markdown(report))
         return 0
     import torch

@@ -3,8 +3,9 @@ difference, each side's median time per move and lowest clock, the terminations;
 
     .venv/bin/python benchmarks/ladder_report.py DIR [--engine ab]
 
-Reads ``DIR/*.pgn`` (``[%emt]``/``[%clk]`` comments as the match writes them) and
-``DIR/*_elo.json`` (the ``latentchess elo`` fit); writes ``DIR/ladder.md`` and prints it.
+Reads ``DIR/*.pgn`` (plain or compressed; ``[%emt]``/``[%clk]`` comments as the match writes
+them) and ``DIR/*_elo.json`` (the ``latentchess elo`` fits, one per scale); writes
+``DIR/ladder.md`` and prints it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import chess.pgn
 
 from latentchess.evaluation.elo import score_elo
-from latentchess.textfiles import glob_text, open_text
+from latentchess.textfiles import glob_text, open_text, read_text
 
 EMT = re.compile(r"\[%emt (\d+):(\d+):([\d.]+)\]")
 CLK = re.compile(r"\[%clk (\d+):(\d+):([\d.]+)\]")
@@ -96,13 +97,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['median_s']:.3f} s / {r['opponent_median_s']:.3f} s | "
             f"{r['lowest_clock_s']:.2f} s | {terms}; {r['flags']} lost on time |"
         )
-    for fit_path in sorted(args.root.glob("*_elo.json")):
-        fit = json.loads(fit_path.read_text(encoding="utf-8"))
+    for fit_path in glob_text(args.root, "*_elo.json"):
+        fit = json.loads(read_text(fit_path))
+        anchored = ", ".join(f"`{name}` at {elo:.0f}" for name, elo in fit["anchors"].items())
         for rating in fit["ratings"]:
             if rating["name"] == args.engine:
                 lines += [
                     "",
-                    f"BayesElo ({fit_path.name}, every rung anchored at its `UCI_Elo`): "
+                    f"BayesElo ({fit_path.name}, anchored: {anchored}): "
                     f"**`{args.engine}` {rating['elo']:.0f} [{rating['lower']:.0f}, "
                     f"{rating['upper']:.0f}]** over {rating['games']} games; draw Elo "
                     f"{fit['draw_elo'][0]:.0f}, White advantage {fit['advantage'][0]:.0f}.",

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from latentchess.evaluation.elo import score_elo
 from latentchess.evaluation.sprt import pentanomial, pentanomial_elo
+from latentchess.textfiles import glob_text, read_text
 
 HELD_EQUAL = {
     "latent": "the evaluation (sparse-64's axis): the search differs",
@@ -37,8 +38,8 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     folder = parser.parse_args().folder
     rows = []
-    for file in sorted(folder.glob("vs-*.json")):
-        result = json.loads(file.read_text())
+    for file in glob_text(folder, "vs-*.json"):
+        result = json.loads(read_text(file))
         me = result["engine1"]
         points = {
             game["round"]: {"1-0": 1.0, "0-1": 0.0}.get(game["result"], 0.5)

@@ -26,6 +26,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from latentchess.nnue.features import parse_feature_set
+from latentchess.textfiles import find_text, read_text
 
 # Thesis: (validation loss, Elo relative to ALL, its +- as printed). Its pairwise rows are labelled
 # with icons; the horizontal pair icon (o-o) is read as PH, the other as PV.
@@ -102,7 +103,7 @@ def _match(out: Path, name: str, limit: str) -> dict[str, Any] | None:
     path = out / f"match-{name}-{limit.replace('=', '')}.json"
     if not path.is_file():
         return None
-    doc = json.loads(path.read_text())
+    doc = json.loads(read_text(find_text(path)))
     return {"games": doc["games"], "score": doc["score"], **doc["elo"]}
 
 

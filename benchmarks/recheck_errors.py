@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/recheck_errors.py benchmarks/results/ab_vs_sf2850/errors/game_errors.json \
+    python benchmarks/recheck_errors.py benchmarks/results/ab_vs_sf2850/errors/game_errors.json.xz \
         --pgn-root benchmarks/results/ab_vs_sf2850 --engine ab:threads=1 --times 0.5,2,8 \
         --out benchmarks/results/ab_vs_sf2850/errors
 
@@ -32,7 +32,7 @@ import chess.pgn
 
 from game_errors import white_expectation  # this folder: run as a script from anywhere
 from latentchess.engines.registry import create_engine
-from latentchess.textfiles import find_text, open_text
+from latentchess.textfiles import find_text, open_text, read_text
 
 AVOIDED = 0.10
 
@@ -75,7 +75,7 @@ def main() -> int:
     parser.add_argument("--name", default="recheck")
     args = parser.parse_args()
     times = [float(t) for t in args.times.split(",")]
-    summary_in = json.loads(args.errors.read_text(encoding="utf-8"))
+    summary_in = json.loads(read_text(find_text(args.errors)))
     lost = [d for d in summary_in["decisive_errors"] if d["loser"] == "player"]
     if not lost:
         parser.error(f"{args.errors}: no decisive errors of the player")

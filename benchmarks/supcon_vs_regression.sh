@@ -39,9 +39,9 @@ fi
 if [[ $want == all || $want == ladder ]]; then
     # 3. sparse-64's depth ladder, depth 8 width 3, for the regression model: its games are added
     #    to a copy of sparse-64's ladder PGN, so both are rated in one fit on the same rungs.
-    [[ -f $out/ladder/games.pgn ]] || {
+    compgen -G "$out/ladder/games.pgn*" >/dev/null || {
         mkdir -p "$out/ladder"
-        cp benchmarks/results/depth_ladder/sparse-64/games.pgn "$out/ladder/games.pgn"
+        xzcat benchmarks/results/depth_ladder/sparse-64/games.pgn.xz >"$out/ladder/games.pgn"
     }
     timed ladder nice -n 19 "$py" benchmarks/depth_ladder.py --out "$out/ladder" \
         --model "$run/model" --label regression --modes minimax --depths 8 --width 3 \
@@ -65,9 +65,9 @@ fi
 if [[ $want == all || $want == widths ]]; then
     # 5. Widths 5 and 8 for sparse-64 at depth 8, added to a copy of its ladder PGN.
     w=benchmarks/results/depth_ladder/sparse-64-width
-    [[ -f $w/games.pgn ]] || {
+    compgen -G "$w/games.pgn*" >/dev/null || {
         mkdir -p "$w"
-        cp benchmarks/results/depth_ladder/sparse-64/games.pgn "$w/games.pgn"
+        xzcat benchmarks/results/depth_ladder/sparse-64/games.pgn.xz >"$w/games.pgn"
     }
     timed widths nice -n 19 "$py" benchmarks/depth_ladder.py --out "$w" --model "$supcon" \
         --modes minimax --depths 8 --width 5,8 --games-per-rung 10 --calibration-games 10 \

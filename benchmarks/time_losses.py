@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/time_losses.py benchmarks/results/time_losses/ab_vs_ab_1+0.01.pgn \
+    python benchmarks/time_losses.py benchmarks/results/time_losses/ab_vs_ab_1+0.01.pgn.xz \
         --out benchmarks/results/time_losses [--load-log LOG] [--move-overhead-ms 30]
 
 For every engine move (book moves skipped) the match wrote the wall time it measured around
@@ -41,7 +41,7 @@ import chess
 import chess.engine
 import chess.pgn
 
-from latentchess.textfiles import open_text
+from latentchess.textfiles import find_text, open_text, read_text
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,7 +141,9 @@ def _quantiles(values: list[float]) -> dict[str, float]:
 def _load(path: Path | None) -> dict[str, float] | None:
     if path is None:
         return None
-    one_minute = [float(line.split()[1]) for line in path.read_text().splitlines() if line.strip()]
+    one_minute = [
+        float(line.split()[1]) for line in read_text(find_text(path)).splitlines() if line.strip()
+    ]
     if not one_minute:
         return None
     return {

@@ -3,6 +3,7 @@ round-trip byte for byte, READMEs follow, git stages it on request, the budget h
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import lzma
 import subprocess
@@ -103,3 +104,26 @@ def test_a_named_file_is_compressed_whatever_its_size(repo: Path, capsys) -> Non
         compress_results.main([str(small)])
     with pytest.raises(SystemExit):
         compress_results.main([str(small.with_name("small.pgn.xz"))])  # compressed already
+
+
+def test_recompress_stores_gzip_as_xz_and_leaves_it_alone_otherwise(repo: Path, capsys) -> None:
+    run = repo / "results" / "run"
+    original = (run / "games.pgn").read_bytes()
+    (run / "zipped.pgn.gz").write_bytes(gzip.compress(original))
+    (run / "README.md").write_text("See zipped.pgn.gz.\n", encoding="utf-8")
+    _git(repo, "add", "results/run/zipped.pgn.gz", "results/run/README.md")
+    _git(repo, "commit", "-q", "-m", "gz")
+    argv = [str(repo / "results"), "--min-bytes", "1000", "--git"]
+    with pytest.raises(SystemExit):  # named without --recompress: compressed already
+        compress_results.main([str(run / "zipped.pgn.gz")])
+    assert compress_results.main(argv) == 0  # without --recompress: the .gz stays
+    assert (run / "zipped.pgn.gz").exists()
+    assert compress_results.main([*argv, "--recompress"]) == 0
+    assert not (run / "zipped.pgn.gz").exists()
+    assert lzma.decompress((run / "zipped.pgn.xz").read_bytes()) == original
+    assert (run / "README.md").read_text(encoding="utf-8") == "See zipped.pgn.xz.\n"
+    staged = _git(repo, "diff", "--cached", "--name-status", "--", "results/run/zipped*")
+    assert sorted(filter(None, staged.split("\n"))) == [
+        "A\tresults/run/zipped.pgn.xz",
+        "D\tresults/run/zipped.pgn.gz",
+    ]

@@ -7,8 +7,8 @@ the machines it was built on, and (README and docs) no dates.
 
 `mkdocs build --strict` (run by `make test` before pytest) checks links between the pages of
 docs/ and their anchors; it cannot check links to repository files outside docs/ (results under
-benchmarks/results/, models/README.md, src/...), nor the README's. These tests do, without
-building anything.
+benchmarks/results/, models/README.md, src/...), nor the links of the README, the model cards and
+the results READMEs. These tests do, without building anything.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+
+from latentchess.textfiles import read_text
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -33,6 +35,11 @@ _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 def _markdown_files() -> list[Path]:
     return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def _user_facing_files() -> list[Path]:
+    results = sorted((ROOT / "benchmarks" / "results").rglob("README.md"))
+    return [*_markdown_files(), ROOT / "models" / "README.md", *results]
 
 
 def _prose_lines(text: str) -> list[tuple[int, str]]:
@@ -78,7 +85,7 @@ def test_link_parser_sees_links_and_skips_code() -> None:
     ]
 
 
-@pytest.mark.parametrize("path", _markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", _user_facing_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_resolve(path: Path) -> None:
     links = relative_links(path)
     missing = [
@@ -208,7 +215,7 @@ def test_readme_table_numbers_are_in_the_files_they_link() -> None:
         if not files:
             continue
         checked += 1
-        sources = "\n".join(f.read_text(encoding="utf-8", errors="replace") for f in files)
+        sources = "\n".join(read_text(f) for f in files)  # plain or compressed (.xz)
         # The row's own words, without the link targets (a path like `sparse-64/` is no claim).
         words = re.sub(r"\]\([^)]*\)", "]", row)
         missing = sorted(n for n in numbers(words) if not _holds(sources, n))
@@ -216,11 +223,6 @@ def test_readme_table_numbers_are_in_the_files_they_link() -> None:
             problems.append(f"README.md:{number}: {missing} not in {[str(f) for f in files]}")
     assert checked >= 6, "the README's tables should link their numbers to results files"
     assert not problems, "README numbers its linked files do not hold:\n" + "\n".join(problems)
-
-
-def _user_facing_files() -> list[Path]:
-    results = sorted((ROOT / "benchmarks" / "results").rglob("README.md"))
-    return [*_markdown_files(), ROOT / "models" / "README.md", *results]
 
 
 _ISSUE = re.compile(r"\bissues?\s+#?\d+|\bissue-\d+", re.IGNORECASE)

@@ -18,6 +18,7 @@ from latentchess.textfiles import (
     read_text,
     recompress,
     strip_compression,
+    write_text,
 )
 
 SUFFIXES = ["", ".gz", ".xz", ".zst"]
@@ -190,3 +191,19 @@ def test_bad_compressed_epd_and_pgn_name_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError) as caught:
         load_openings(pgn, 4)
     assert (caught.value.path, caught.value.line) == (str(pgn), 8)
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_write_text_replaces_the_whole_file_compressed_by_its_name(
+    tmp_path: Path, suffix: str
+) -> None:
+    path = tmp_path / "sub" / f"result.json{suffix}"
+    assert write_text(path, "old\n" * 100) == path
+    text = '{"elo": 12.5, "name": "wörld"}\n' * 300
+    write_text(path, text)
+    assert read_text(path) == text
+    raw = path.read_bytes()
+    opened = {"": lambda b: b, ".gz": gzip.decompress, ".xz": lzma.decompress}
+    if suffix in opened:  # one stream in the format the name says, nothing left of the old text
+        assert opened[suffix](raw) == text.encode("utf-8")
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left

@@ -40,6 +40,7 @@ __all__ = [
     "strip_compression",
     "open_text",
     "read_text",
+    "write_text",
     "append_text",
     "find_text",
     "glob_text",
@@ -220,6 +221,27 @@ def _compress(data: bytes, kind: Compression | None, path: Path, *, level: int |
     zstandard = _zstandard(path)
     compressor = zstandard.ZstdCompressor(level=19 if level is None else level)
     return bytes(compressor.compress(data))
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) as the whole file, compressed by the name's suffix in one stream.
+
+    Written to a temporary file beside it and renamed into place, so a reader never sees half a
+    file and a killed writer leaves the old one. Returns the path.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blob = _compress(text.encode("utf-8"), compression_of(path), path, level=None)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(blob)
+        os.chmod(name, 0o644)
+        os.replace(name, path)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return path
 
 
 def append_text(path: str | Path, text: str, *, sync: bool = False) -> None:

@@ -18,6 +18,7 @@ from latentchess.argtypes import positive_int
 from latentchess.cluster import add_cluster_argument, cluster_pool
 from latentchess.engines.default import DEFAULT_ENGINE_SPEC
 from latentchess.provenance import recording_models
+from latentchess.textfiles import write_text
 
 __all__ = ["register"]
 
@@ -112,7 +113,7 @@ def _write_json(path: Path | None, payload: object) -> None:
 
         payload = payload | {"git_commit": git_commit()}
     text = json.dumps(_jsonable(payload), indent=2, allow_nan=False)
-    path.write_text(text + "\n", encoding="utf-8")
+    write_text(path, text + "\n")  # compressed when the name says so (result.json.xz)
 
 
 def _jsonable(value: object) -> object:
