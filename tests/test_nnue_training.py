@@ -630,3 +630,18 @@ def test_nnue_training_and_export_run_without_the_compiled_core(tmp_path: Path) 
     from latentchess.core.nnue import load_network
 
     assert load_network(out / "model") is not None
+
+
+def test_the_shipped_network_is_lean_and_its_floats_quantise_back_bit_for_bit() -> None:
+    """The shipped file holds the quantised tensors alone; the float network rebuilt from them
+    (what ``--init`` fine-tunes) quantises to exactly those tensors again."""
+    from safetensors import safe_open
+
+    shipped = load_nnue()
+    with safe_open(str(shipped.path / "model.safetensors"), "np") as handle:
+        names = set(handle.keys())
+    assert names and all(name.startswith("q.") for name in names)
+    again = quantise(shipped.network)
+    assert set(again) == set(shipped.quantised)
+    for name, stored in shipped.quantised.items():
+        assert again[name].dtype == stored.dtype and np.array_equal(again[name], stored), name
