@@ -31,7 +31,7 @@ from latentchess.provenance import git_commit
 from latentchess.textfiles import find_text, open_text
 
 ROOT = Path(__file__).parents[1]
-PGN = ROOT / "benchmarks/results/latent_tc/sparse-64-w8/vs_sf1350.pgn"
+PGN = ROOT / "benchmarks/results/latent_tc/sparse-64-w8/vs_sf1350.pgn.xz"
 SETTINGS = (  # label, shipped model, engine options (none: what the model declares)
     ("sparse-64, width 8 (its default)", "sparse-64", {}),
     ("sparse-64, width 3", "sparse-64", {"width": 3}),

@@ -27,5 +27,5 @@ trap 'kill $LOGGER 2>/dev/null' EXIT
 "${LC[@]}" match "$ENGINE" "stockfish:skill=0,name=sf-skill0-nodes30" --games "$GAMES" \
     --limit1 "$LIMIT" --limit2 nodes=30 --workers "$WORKERS" --adjudicate --no-progress \
     --pgn "$OUT/vs_skill0.pgn" --json "$OUT/vs_skill0.json"
-"${LC[@]}" elo "$OUT"/*.pgn benchmarks/results/human_play/calibration/skill0-vs-sf1350.pgn \
+"${LC[@]}" elo "$OUT"/*.pgn benchmarks/results/human_play/calibration/skill0-vs-sf1350.pgn.xz \
     --anchor stockfish:elo=1350=1350 --json "$OUT/elo.json"

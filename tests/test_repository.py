@@ -1,7 +1,6 @@
-"""The repository stays lean: results files over 1 MB are stored compressed.
-
-Large uncompressed results that predate the rule are listed in
-``benchmarks/results/uncompressed-legacy.txt``; that list may only shrink.
+"""The repository stays lean: results files over 1 MB are stored compressed (``.xz``, see
+``benchmarks/compress_results.py``), every compressed file is what its name says, and the tracked
+tree stays under 60 MB so that a clone, and a copy of the tree sent to another machine, stay small.
 """
 
 from __future__ import annotations
@@ -11,9 +10,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = "benchmarks/results"
-LEGACY = ROOT / RESULTS / "uncompressed-legacy.txt"
 LIMIT = 1_000_000  # bytes: "over 1 MB"
-LEGACY_MAX = 47  # entries when the list was made: it may only shrink
+TREE_LIMIT = 60_000_000  # bytes: the whole tracked tree
 COMPRESSED = {
     # compressed text, named by its compression (the readers decompress these by suffix)
     ".gz": b"\x1f\x8b",
@@ -32,76 +30,62 @@ COMPRESSED = {
 """Suffixes of files that are already compressed, with the bytes such a file starts with."""
 
 
-def tracked_results() -> dict[str, int]:
-    """Tracked files under benchmarks/results (``git ls-files``; every file without git) and
-    their sizes in the working tree (a tracked file deleted there is left out)."""
+def tracked(under: str = ".") -> dict[str, int]:
+    """Tracked files under ``under`` (``git ls-files``; every file without git) and their sizes
+    in the working tree (a tracked file deleted there is left out)."""
     try:
         listed = subprocess.run(
-            ["git", "ls-files", "-z", "--", RESULTS],
+            ["git", "ls-files", "-z", "--", under],
             cwd=ROOT,
             capture_output=True,
             check=True,
         ).stdout.decode()
         names = [name for name in listed.split("\0") if name]
     except (OSError, subprocess.CalledProcessError):  # a source tree without git
-        names = [p.relative_to(ROOT).as_posix() for p in (ROOT / RESULTS).rglob("*")]
+        names = [p.relative_to(ROOT).as_posix() for p in (ROOT / under).rglob("*")]
     sizes = {}
     for name in names:
         path = ROOT / name
-        if path.is_file():
+        if path.is_file() and not path.is_symlink():
             sizes[name] = path.stat().st_size
     return sizes
+
+
+def tracked_results() -> dict[str, int]:
+    return tracked(RESULTS)
 
 
 def compressed(name: str) -> bool:
     return Path(name).suffix.lower() in COMPRESSED
 
 
-def legacy_list() -> list[str]:
-    lines = LEGACY.read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
-
-
-def unlisted_large(sizes: dict[str, int], legacy: list[str]) -> list[str]:
-    """Uncompressed files over the limit that the legacy list does not excuse."""
-    listed = set(legacy)
-    return sorted(
-        n for n, size in sizes.items() if size > LIMIT and not compressed(n) and n not in listed
-    )
-
-
-def stale_entries(sizes: dict[str, int], legacy: list[str]) -> list[str]:
-    """Listed paths that are gone, compressed or no longer over the limit."""
-    return [n for n in legacy if n not in sizes or sizes[n] <= LIMIT or compressed(n)]
+def uncompressed_large(sizes: dict[str, int]) -> list[str]:
+    """Files over the limit that are not stored compressed."""
+    return sorted(n for n, size in sizes.items() if size > LIMIT and not compressed(n))
 
 
 def test_large_results_files_are_compressed() -> None:
-    offenders = unlisted_large(tracked_results(), legacy_list())
+    offenders = uncompressed_large(tracked_results())
     assert offenders == [], (
         "results files over 1 MB must be stored compressed: run "
         "`python benchmarks/compress_results.py --git FILE...` on " + ", ".join(offenders)
     )
 
 
-def test_the_legacy_list_only_shrinks() -> None:
-    entries = legacy_list()
-    assert len(entries) == len(set(entries)), "a path is listed twice"
-    assert entries == sorted(entries), f"keep {LEGACY.name} sorted"
-    assert len(entries) <= LEGACY_MAX, f"{LEGACY.name} may only shrink; compress new files"
-    stale = stale_entries(tracked_results(), entries)
-    assert stale == [], (
-        f"delete these lines of {LEGACY.name}: gone, compressed or no longer over 1 MB: "
-        + ", ".join(stale)
-    )
-
-
-def test_the_checks_catch_what_they_should() -> None:
+def test_the_check_catches_what_it_should() -> None:
     big, small = LIMIT + 1, LIMIT
-    sizes = {"r/a.pgn": big, "r/b.pgn.xz": big, "r/c.pgn": small, "r/d.png": big, "r/e.pgn": big}
-    assert unlisted_large(sizes, ["r/e.pgn"]) == ["r/a.pgn"]
-    assert unlisted_large(sizes, ["r/a.pgn", "r/e.pgn"]) == []
-    legacy = ["r/a.pgn", "r/b.pgn.xz", "r/c.pgn", "r/gone.pgn"]
-    assert stale_entries(sizes, legacy) == ["r/b.pgn.xz", "r/c.pgn", "r/gone.pgn"]
+    sizes = {"r/a.pgn": big, "r/b.pgn.xz": big, "r/c.pgn": small, "r/d.png": big}
+    assert uncompressed_large(sizes) == ["r/a.pgn"]
+
+
+def test_the_tracked_tree_stays_small() -> None:
+    sizes = tracked()
+    total = sum(sizes.values())
+    largest = sorted(sizes, key=sizes.__getitem__, reverse=True)[:5]
+    assert total < TREE_LIMIT, (
+        f"the tracked tree is {total:,} bytes, over {TREE_LIMIT:,}: compress results "
+        f"(benchmarks/compress_results.py); the largest files: {largest}"
+    )
 
 
 def test_compressed_results_are_what_their_names_say() -> None:
