@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The thesis's feature-set table at our scale (issue 15): every feature set trained on the same
+# The thesis's feature-set table at our scale: every feature set trained on the same
 # static-evaluation labels for the same number of steps, then paired-opening matches against ALL
 # at fixed nodes (evaluation quality) and at fixed time (its cost), and a PQR fine-tune of ALL.
 # Resumable: rerunning skips finished trainings and matches and resumes the rest.
@@ -7,9 +7,14 @@
 #   bash benchmarks/nnue_feature_study.sh [OUT_DIR]      (default runs/nnue-study)
 #
 # Knobs (environment): STEPS (training steps of 16,384 positions per set, default 500), GAMES (per
-# match, default 40), NODES (default 20000), TIME (per move, default 50ms), PQR_STEPS (default
-# 60), PQR_LR (default 2e-5), JOBS (trainings at once, one thread each, default 2). The networks
-# are the thesis's (no psqt term), L1 256, L2 32.
+# match, default 40), NODES (default 20000), TIME (per move, default 50ms; "" for none), PQR_STEPS
+# (default 60), PQR_LR (default 2e-5), PQR (0: no PQR networks), JOBS (trainings at once, one
+# thread each, default 2), SETS (the feature sets, ALL first: the one every other set plays;
+# default the thesis's nine and its pairwise and mobility rows). The networks are the thesis's
+# (no psqt term), L1 256, L2 32. A set with a threat block (KA9+T, ALL+TNK, ...) trains with the
+# sparse first-layer update, one process, as `train nnue` does by default.
+#
+#   SETS="ALL KA9 ALL+TNK KA9+TNK" PQR=0 TIME="" bash benchmarks/nnue_feature_study.sh runs/study-t
 # Writes OUT_DIR/table.md, OUT_DIR/study.json and OUT_DIR/study.png (the last step).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,14 +22,16 @@ OUT=${1:-runs/nnue-study}
 STEPS=${STEPS:-500}
 GAMES=${GAMES:-40}
 NODES=${NODES:-20000}
-TIME=${TIME:-50ms}
+TIME=${TIME-50ms}
 PQR_STEPS=${PQR_STEPS:-60}
 PQR_LR=${PQR_LR:-2e-5}
 JOBS=${JOBS:-2}
+PQR=${PQR:-1}
 D=$(cd .. && pwd)/shared/data
 SOURCES=("$D/tcec-engine-evals.csv.gz" "$D/sf15-selfplay-mpv1.csv.gz" "$D/sf15-d9-eco-selfplay.csv.gz")
 LC=(.venv/bin/python -m latentchess)
-SETS=(ALL ALL+H+V ALL+D1+D2 ALL+H+V+D1+D2 H+V+D1+D2 H+V D1+D2 ALL+PV ALL+PH ALL+PH+PV ALL+MB ALL+MC)
+read -r -a SETS <<<"${SETS:-ALL ALL+H+V ALL+D1+D2 ALL+H+V+D1+D2 H+V+D1+D2 H+V D1+D2 ALL+PV ALL+PH ALL+PH+PV ALL+MB ALL+MC}"
+[ "${SETS[0]}" = ALL ] || { echo "SETS must start with ALL (every other set plays it)" >&2; exit 2; }
 mkdir -p "$OUT"
 
 # 1. Labels: pass s0 of benchmarks/nnue_distil.sh (same sources, seed and random plies), 2.9 M rows.
@@ -72,7 +79,7 @@ wait
 #    position's best move, so it reads search-labelled rows: all of the Stockfish 15.1 depth-9
 #    self-play file (193 K kept). 60 steps is about 5 passes; a first try with 100 K rows, 100
 #    steps and lr 1e-4 (about 28 passes over 57 K) lost 319 Elo at fixed nodes.
-if [ ! -f "$OUT/pqr-ALL/model/config.json" ]; then
+if [ "$PQR" = 1 ] && [ ! -f "$OUT/pqr-ALL/model/config.json" ]; then
     "${LC[@]}" train nnue --data "$D/sf15-d9-eco-selfplay.csv.gz" --out "$OUT/pqr-ALL" \
         --loss pqr --init "$OUT/train-ALL/model" --lr "$PQR_LR" --steps "$PQR_STEPS" --threads 2 \
         --eval-every 20 --log-every 10 --no-progress > "$OUT/pqr-ALL.log" 2>&1
@@ -81,7 +88,7 @@ fi
 # 3b. PQR from scratch (thesis: -235 against its target-score network): the same rows, ALL's
 #     budget, learning rate and schedule (its epoch: ALL's 2,835,662 training rows), no start
 #     network.
-if [ ! -f "$OUT/pqr-scratch-ALL/model/config.json" ]; then
+if [ "$PQR" = 1 ] && [ ! -f "$OUT/pqr-scratch-ALL/model/config.json" ]; then
     "${LC[@]}" train nnue --data "$D/sf15-d9-eco-selfplay.csv.gz" --cache "$OUT/pqr-ALL/cache" \
         --out "$OUT/pqr-scratch-ALL" --loss pqr --l1 256 --l2 32 --lr 2e-3 --gamma 0.85 \
         --epoch-positions 2835662 \
@@ -90,8 +97,10 @@ if [ ! -f "$OUT/pqr-scratch-ALL/model/config.json" ]; then
 fi
 
 # 4. Each network against ALL, paired openings: first all at fixed nodes, then all at fixed time.
-for limit in "nodes=$NODES" "$TIME"; do
-    for name in "${SETS[@]:1}" pqr pqr-scratch; do
+extra=()
+[ "$PQR" = 1 ] && extra=(pqr pqr-scratch)
+for limit in "nodes=$NODES" ${TIME:+"$TIME"}; do
+    for name in "${SETS[@]:1}" "${extra[@]}"; do
         model="$OUT/train-$name/model"
         [ "$name" = pqr ] && model="$OUT/pqr-ALL/model"
         [ "$name" = pqr-scratch ] && model="$OUT/pqr-scratch-ALL/model"

@@ -100,10 +100,10 @@ def measure_speed(out: Path, names: list[str], positions: int, seconds: float) -
 
 
 def _match(out: Path, name: str, limit: str) -> dict[str, Any] | None:
-    path = out / f"match-{name}-{limit.replace('=', '')}.json"
+    path = find_text(out / f"match-{name}-{limit.replace('=', '')}.json")  # or .json.xz
     if not path.is_file():
         return None
-    doc = json.loads(read_text(find_text(path)))
+    doc = json.loads(read_text(path))
     return {"games": doc["games"], "score": doc["score"], **doc["elo"]}
 
 
@@ -133,7 +133,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=1.0, help="--speed time per position")
     args = parser.parse_args()
     out: Path = args.out
-    trained = [n for n in THESIS if (out / f"train-{n}" / "model" / "config.json").is_file()]
+    found = {
+        p.parent.parent.name.removeprefix("train-") for p in out.glob("train-*/model/config.json")
+    }
+    # the thesis's rows in its order, then sets it did not have (king buckets, threats)
+    trained = [n for n in THESIS if n in found] + sorted(found - set(THESIS))
     if args.speed:
         speed = measure_speed(out, trained, args.positions, args.seconds)
         (out / "speed.json").write_text(
@@ -153,8 +157,12 @@ def main() -> int:
             speeds[name] / speeds["ALL"] if name in speeds and "ALL" in speeds else None
         )
         row["nodes"] = _match(out, name, f"nodes={args.nodes}")
-        row["time"] = _match(out, name, args.time)
-        row["thesis"] = dict(zip(("val_loss", "elo", "pm"), THESIS[name], strict=True))
+        row["time"] = _match(out, name, args.time) if args.time else None
+        row["thesis"] = (
+            dict(zip(("val_loss", "elo", "pm"), THESIS[name], strict=True))
+            if name in THESIS
+            else None
+        )
         rows.append(row)
     pqr: dict[str, dict[str, Any]] = {}  # PQR fine-tuned (thesis +141) and from scratch (-235)
     for tag, run in (("pqr", "pqr-ALL"), ("pqr-scratch", "pqr-scratch-ALL")):
@@ -171,11 +179,14 @@ def main() -> int:
     ]
     for row in rows:
         thesis = row["thesis"]
-        pm = f" +- {thesis['pm']}" if thesis["pm"] else ""
+        theirs = "- | -"
+        if thesis is not None:
+            pm = f" +- {thesis['pm']}" if thesis["pm"] else ""
+            theirs = f"{thesis['val_loss']:.6f} | {thesis['elo']:+.1f}{pm}"
         lines.append(
             f"| {row['features']} | {row['n']} | {row['lr']:.3g} | {row['val_loss']:.6f} "
             f"| {row['positions_per_s']:,.0f} | {_speed_text(row)} | {_elo_text(row['nodes'])} | "
-            f"{_elo_text(row['time'])} | {thesis['val_loss']:.6f} | {thesis['elo']:+.1f}{pm} |"
+            f"{_elo_text(row['time'])} | {theirs} |"
         )
     for tag, label, thesis_elo in (
         ("pqr", "ALL, PQR fine-tuned", "+141 +- 6"),
@@ -223,8 +234,13 @@ def main() -> int:
                     if y == next(i for i, r in enumerate(rows) if r[key])
                     else None,
                 )
+        theirs = [(y, r["thesis"]["elo"]) for y, r in zip(ys, rows, strict=True) if r["thesis"]]
         right.scatter(
-            [r["thesis"]["elo"] for r in rows], list(ys), marker="x", color="black", label="thesis"
+            [elo for _, elo in theirs],
+            [y for y, _ in theirs],
+            marker="x",
+            color="black",
+            label="thesis",
         )
         right.axvline(0, color="grey", lw=0.8)
         right.set_yticks(list(ys), names)
