@@ -171,7 +171,7 @@ def test_readme_paragraphs_are_short() -> None:
     assert not long, f"paragraphs over {MAX_PARAGRAPH_WORDS} words:\n" + "\n".join(long)
 
 
-_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)*")  # a version (4.1.0) is one number
 
 
 def numbers(text: str) -> set[str]:
@@ -195,6 +195,7 @@ def test_number_check_reads_numbers_as_written() -> None:
         "5",
     }
     assert _holds("over 1,270 games at 10+0.1", "1270") and _holds("10+0.1", "0.1")
+    assert numbers("Drofa 4.1.0") == {"4.1.0"} and _holds("Drofa 4.1.0 (3298)", "4.1.0")
     assert (
         not _holds("2629.5", "2629") and not _holds("12629", "2629") and not _holds("0.15", "0.1")
     )

@@ -14,8 +14,9 @@ DEFAULT_ENGINE_SPEC = "ab"
 
 Measured on this project's Stockfish 15.1 ``UCI_Elo`` ladder (``benchmarks/results/ab_ladder/``)
 with the hand-crafted evaluation: 1965 [1902, 2028] at 50 ms/move, 2187 [2058, 2316] and 2232
-[2102, 2362] at 10+0.1; with the NNUE (:data:`DEFAULT_EVALUATOR`) 2624 [2515, 2734] at 60+0.6
-and 2549 [2464, 2634] at 10+0.1 (``benchmarks/results/ccrl_ladder/``), and it beats the
+[2102, 2362] at 10+0.1; with the NNUE (:data:`DEFAULT_EVALUATOR`) 2629 [2543, 2715] at 10+0.1,
+and 3377 [3335, 3419] on the CCRL Blitz scale against three CCRL-rated engines at 10+0.1
+(``benchmarks/results/ccrl_ladder/``), and it beats the
 hand-crafted evaluation at equal time (``benchmarks/results/nnue_distil/``). The latent planner
 reached 1358 [1242, 1475] at 10+0.1 with the shipped sparse model
 (``benchmarks/results/latent_tc/``), and no hybrid mode beat ``ab`` at equal time
