@@ -104,7 +104,9 @@ def _match(out: Path, name: str, limit: str) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     doc = json.loads(read_text(path))
-    return {"games": doc["games"], "score": doc["score"], **doc["elo"]}
+    games = doc.get("game_count", doc.get("games"))  # newer records count, older ones list
+    return {"games": len(games) if isinstance(games, list) else games, "score": doc["score"],
+            **doc["elo"]}  # fmt: skip
 
 
 def _elo_text(match: dict[str, Any] | None) -> str:
