@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 import os
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import latentchess
 from evaluation_fixtures import require_stockfish
 from latentchess.cli import main
 from latentchess.errors import DataFormatError
-from latentchess.textfiles import open_text
+from latentchess.textfiles import open_text, read_text
 
 SRC = str(Path(latentchess.__file__).resolve().parents[1])
 OPENINGS = '[Opening "Italian"]\n[ECO "C50"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 *\n'
@@ -213,3 +214,13 @@ def _games_or_zero(path) -> int:
         return count_games(path) if path.exists() else 0
     except DataFormatError:  # read while a game was being written: look again
         return 0
+
+
+def test_match_writes_compressed_json_and_pgn_by_their_names(tmp_path: Path) -> None:
+    pgn, record = tmp_path / "games.pgn.xz", tmp_path / "result.json.xz"
+    argv = ["match", "random", "random:seed=2", "--games", "2", "--max-plies", "20",
+            "--pgn", str(pgn), "--json", str(record), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    document = json.loads(lzma.decompress(record.read_bytes()))  # a real .xz, one stream
+    assert document["game_count"] == 2 and document["pgn"] == str(pgn)
+    assert read_text(pgn).count("[Event ") == 2
