@@ -243,7 +243,8 @@ def _offending_lines(paths: list[Path], pattern: re.Pattern[str]) -> list[str]:
 def test_patterns_of_user_facing_text() -> None:
     assert _ISSUE.search("as issue 28 asks") and _ISSUE.search("(Issue #30)")
     assert not _ISSUE.search("which issues that command")
-    assert _MACHINE_PATH.search("--out /tmp/run") and _MACHINE_PATH.search("(`/home/user/latentchess`)")
+    assert _MACHINE_PATH.search("--out /tmp/run")
+    assert _MACHINE_PATH.search("(`/home/user/latentchess`)")
     assert not _MACHINE_PATH.search("runs/tmp/x https://example.org/home/ /usr/share/doc")
     assert _DATE.search("since 2026-11-26") and not _DATE.search("commit 2026112")
 
