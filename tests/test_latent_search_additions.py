@@ -177,3 +177,68 @@ def test_switches_from_specs_uci_and_the_model(model: LatentModel) -> None:
     shipped = declared_search(None)
     assert LatentEngine.from_options(None, qs="0", revise="0").config.qs is False
     assert isinstance(shipped.qs, bool) and isinstance(shipped.revise, bool)
+
+
+# -- eval=: the same search scored by an alpha-beta evaluator (the decomposition's instrument) --
+
+
+def _white_w_minus_l(board: chess.Board, evaluator: str) -> float:
+    from latentchess.core.nnue import default_nnue_path
+    from latentchess.wdl import WdlModel, material_count
+
+    cp = native.evaluate(native.Position(board.fen()), evaluator)
+    white_cp = cp if board.turn == chess.WHITE else -cp
+    wdl = WdlModel.load(default_nnue_path())
+    assert wdl is not None
+    win, _, loss = wdl.probabilities(white_cp, material_count(board))
+    return float(win - loss)
+
+
+@pytest.mark.parametrize("name", ["hce", "pesto", "nnue"])
+def test_eval_scores_every_child_by_the_evaluators_wdl(encoder, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Depth 1, no qs: each root move is worth its child's W - L under the evaluator's
+    centipawns and the network's WDL model, computed here in Python (latentchess.wdl)."""
+    from latentchess.core.nnue import resolve_evaluator
+
+    config = SearchConfig(depth=1, width=64, eval=name)
+    checked = 0
+    for board in _boards(6, seed=11):
+        result = NativeSearcher(encoder, config).search(board, exact_root=True)
+        for root in result.root_moves:
+            child = board.copy()
+            child.push(root.move)
+            if child.is_game_over(claim_draw=True) or root.value is None:
+                continue
+            expected = _white_w_minus_l(child, resolve_evaluator(name))
+            assert root.value == pytest.approx(expected, abs=1e-9)
+            checked += 1
+        values = [r.value for r in result.root_moves if r.value is not None]
+        best = max(values) if board.turn == chess.WHITE else min(values)
+        assert result.value == pytest.approx(best)
+    assert checked > 100
+
+
+def test_eval_with_qs_wins_the_hanging_queen_and_reports_win_probability(model) -> None:  # type: ignore[no-untyped-def]
+    """After 1.e4 e5 2.Qh5 Nc6 3.Bc4 Nf6?? 4.Nf3?? (Qxf7# was mate) the queen on h5 hangs to
+    Nxh5 and Qxf7# still threatens: the HCE-scored search takes the queen; the engine's win
+    probability is (1 + W - L) / 2 of the search's value, not the latent model's calibration."""
+    board = chess.Board("r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/5N2/PPPP1PPP/RNB1K2R b KQkq - 0 4")
+    engine = LatentEngine(model, SearchConfig(depth=3, width=4, qs=True, eval="hce"))
+    analysis = engine.analyse(board, chess.engine.Limit(depth=3))
+    assert analysis.best_move == chess.Move.from_uci("f6h5")
+    root = next(r for r in analysis.moves if r.move == analysis.best_move)
+    assert root.win_prob_white == pytest.approx((1.0 + root.score) / 2.0)
+    assert engine.win_probability(0.0) == 0.5
+
+
+def test_eval_errors_name_the_problem(model) -> None:  # type: ignore[no-untyped-def]
+    from latentchess.errors import EngineError
+
+    with pytest.raises(EngineError, match="unknown evaluator 'bogus'"):
+        LatentEngine.from_options(TRAINED, eval="bogus")
+    with pytest.raises(EngineError, match="its own model's axis"):
+        LatentEngine.from_options(TRAINED, eval=f"latent:{TRAINED}")
+    with pytest.raises(EngineError, match="needs the native latent search"):
+        LatentEngine(model, SearchConfig(eval="hce"), native="false")
+    with pytest.raises(ValueError, match="non-empty"):
+        SearchConfig(eval="")

@@ -372,6 +372,10 @@ class LatentEngine(Engine):
             megabytes = _coerce("hash", options["hash"], int)
             fields["cache_size"] = max(1, megabytes * 1_000_000 // BYTES_PER_CACHE_ENTRY)
         config = search_config_from_options(fields, declared_search(model))
+        if config.eval != "latent":
+            from latentchess.search.native import leaf_evaluator
+
+            leaf_evaluator(config.eval)  # an unknown name fails here, not in the loader
         # One torch thread unless asked: what every measured ladder ran (two games at a time
         # on two cores), and what `latentchess uci --engine latent` always used.
         threads = _coerce("threads", options.get("threads", 1), int)
@@ -450,7 +454,9 @@ class LatentEngine(Engine):
             self._load_error = EngineError(f"cannot load model {where!r}: {error}")
 
     def _install(self, model: LatentModel) -> None:
-        self._calibration = calibration(model)
+        # eval=nnue/hce/...: the search's values are W - L of that evaluation, not axis scores
+        scored_by_axis = self.config.eval == "latent"
+        self._calibration = calibration(model) if scored_by_axis else lambda v: (v + 1.0) / 2.0
         score = (
             calibrated_draw_score(self._calibration)
             if self._draw_override is None
@@ -482,6 +488,11 @@ class LatentEngine(Engine):
 
     def _rebuild_search(self) -> None:
         old = self._searcher
+        if self.config.eval != "latent" and (self._native_encoder is None or self.policy):
+            raise EngineError(
+                f"eval={self.config.eval!r} needs the native latent search (a sparse model, "
+                "native=auto or true, no root policy); the Python search scores by the axis only"
+            )
         if self._native_encoder is not None and self.policy is None:
             self._searcher = NativeSearcher(self._native_encoder, self.config)
         else:  # a root policy needs the Python search (the paper's: no qs, no revise)

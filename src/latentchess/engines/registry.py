@@ -430,13 +430,13 @@ ENGINES: dict[str, EngineKind] = {
         EngineKind(
             name="hybrid",
             summary="latent + alpha-beta: hybrid[:mode=verify|order|horizon,k=N,eval=hce,"
-            "policy=human|DIR,...]",
+            "qs=0|1,revise=0|1,policy=human|DIR,eval=latent|nnue|hce|pesto,...]",
             build=_build_hybrid,
         ),
         EngineKind(
             name="latent",
             summary="our engine: latent[:model=DIR,depth=N,width=K,mode=minimax|beam,"
-            "policy=human|DIR,...]",
+            "qs=0|1,revise=0|1,policy=human|DIR,eval=latent|nnue|hce|pesto,...]",
             build=_build_latent,
         ),
         EngineKind(

@@ -65,6 +65,10 @@ class SearchConfig:
             ply 1 (an addition to the paper's search, native core only).
         ``qs`` and ``revise`` are minimax-only and the Python search (the paper's, kept as the
         reference) does not implement them; off, the native search is the paper's exactly.
+        eval: what scores the positions: ``"latent"`` (the model's axis: the latent planner) or
+            an alpha-beta evaluator (``nnue``, ``hce``, ``pesto`` or an NNUE directory) whose
+            centipawns a WDL model maps to White's W - L (native core only). Not a latent planner
+            then: the instrument that holds the search fixed and swaps the evaluation.
     """
 
     mode: str = "minimax"
@@ -77,8 +81,11 @@ class SearchConfig:
     draw_score: float = 0.0
     qs: bool = False
     revise: bool = False
+    eval: str = "latent"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.eval, str) or not self.eval.strip():
+            raise ValueError(f"SearchConfig.eval must be a non-empty name, got {self.eval!r}")
         if self.mode not in MODES:
             raise ValueError(f"unknown search mode {self.mode!r}; choose from {list(MODES)}")
         for name in ("depth", "width", "cache_size"):

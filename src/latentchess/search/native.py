@@ -187,6 +187,7 @@ class NativeSearcher:
             draw_score=self.config.draw_score,
             qs=self.config.qs,
             revise=self.config.revise,
+            **leaf_evaluator(self.config.eval),
         )
 
     def new_game(self) -> None:
@@ -236,6 +237,43 @@ class NativeSearcher:
         if result.nodes and result.time_s > 0:
             self.seconds_per_position = result.time_s / result.nodes
         return result
+
+
+def leaf_evaluator(name: str) -> dict[str, Any]:
+    """The core's leaf-evaluator options for :attr:`SearchConfig.eval` ``name``: none for
+    ``latent`` (the encoder's axis), else the alpha-beta evaluator's core name and the WDL model
+    that maps its centipawns to W - L: the network's own ``wdl.json``, and the shipped network's
+    for the hand-crafted evaluations (their centipawns are on the same pawn-100 scale; the search's
+    choices depend on the map only through the material term of the model).
+
+    Raises:
+        EngineError: an unknown evaluator, a latent model other than the engine's own, or no WDL
+            model to map it with.
+    """
+    from latentchess.core.nnue import BUILTIN_EVALUATORS, default_nnue_path, resolve_evaluator
+    from latentchess.wdl import WdlModel
+
+    if name == "latent":
+        return {}
+    if name.startswith("latent:") or (
+        name not in BUILTIN_EVALUATORS and not name.startswith("nnue") and _is_latent_dir(name)
+    ):
+        raise EngineError(
+            f"eval={name!r}: the latent search is scored by its own model's axis (eval=latent); "
+            "give the model with model=DIR"
+        )
+    core_name = resolve_evaluator(name)
+    directory = core_name[len("nnue:") :] if core_name.startswith("nnue:") else default_nnue_path()
+    wdl = WdlModel.load(directory) or WdlModel.load(default_nnue_path())
+    if wdl is None:
+        raise EngineError(f"eval={name!r} needs a WDL model (wdl.json) to map centipawns to W - L")
+    return {"evaluator": core_name, "wdl_a": list(wdl.a), "wdl_b": list(wdl.b)}
+
+
+def _is_latent_dir(name: str) -> bool:
+    from latentchess.core.nnue import is_sparse_latent_dir
+
+    return is_sparse_latent_dir(Path(name).expanduser())
 
 
 def _latent_search(encoder: Any, **options: Any) -> Any:

@@ -254,8 +254,10 @@ py::dict result_to_dict(const LatentSearchResult& result) {
 class PyLatentSearch {
   public:
     PyLatentSearch(const PyLatentEncoder& encoder, const std::string& mode, int width, bool alpha_beta,
-                   bool leaf_cutoffs, double draw_score, bool qs, bool revise)
-        : search_(encoder.network(), make_config(mode, width, alpha_beta, leaf_cutoffs, draw_score, qs, revise)) {}
+                   bool leaf_cutoffs, double draw_score, bool qs, bool revise, const std::string& evaluator,
+                   const std::vector<double>& wdl_a, const std::vector<double>& wdl_b)
+        : search_(encoder.network(), make_config(mode, width, alpha_beta, leaf_cutoffs, draw_score, qs, revise),
+                  evaluator.empty() ? nullptr : make_evaluator(evaluator), LatentWdlModel{wdl_a, wdl_b}) {}
 
     py::dict search(const Position& position, const std::vector<std::uint64_t>& history_keys, int depth,
                     double deadline_s, double soft_deadline_s, long long max_nodes, bool exact_root,
@@ -395,10 +397,14 @@ void bind_latent(py::module_& module) {
         .def("time_games", &PyLatentEncoder::time_games, py::arg("fens"), py::arg("games"), py::arg("repeat") = 1);
 
     py::class_<PyLatentSearch>(module, "LatentSearch", "The SOLIS latent search (see latent_search.h).")
-        .def(py::init<const PyLatentEncoder&, const std::string&, int, bool, bool, double, bool, bool>(),
+        .def(py::init<const PyLatentEncoder&, const std::string&, int, bool, bool, double, bool, bool,
+                      const std::string&, const std::vector<double>&, const std::vector<double>&>(),
              py::arg("encoder"), py::arg("mode") = "minimax", py::arg("width") = 3, py::arg("alpha_beta") = true,
              py::arg("leaf_cutoffs") = true, py::arg("draw_score") = 0.0, py::arg("qs") = false,
-             py::arg("revise") = false)
+             py::arg("revise") = false, py::arg("evaluator") = "", py::arg("wdl_a") = std::vector<double>{},
+             py::arg("wdl_b") = std::vector<double>{},
+             "evaluator: '' (the encoder's axis scores the leaves) or an alpha-beta evaluator name (hce, "
+             "pesto, nnue:PATH) whose centipawns wdl_a/wdl_b (latentchess.wdl.WdlModel) map to W - L.")
         .def("search", &PyLatentSearch::search, py::arg("position"), py::arg("history_keys"), py::arg("depth"),
              py::arg("deadline_s") = -1.0, py::arg("soft_deadline_s") = -1.0, py::arg("max_nodes") = -1,
              py::arg("exact_root") = false, py::arg("iterate") = true, py::arg("on_iteration") = py::none(),

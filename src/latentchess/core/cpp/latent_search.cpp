@@ -74,8 +74,33 @@ void python_chess_move_order(const Position& position, MoveList& moves) {
     });
 }
 
-LatentSearch::LatentSearch(std::shared_ptr<const LatentNetwork> network, LatentSearchConfig config)
-    : network_(std::move(network)), config_(config), encoder_(network_) {
+double LatentWdlModel::white_score(const Position& position, int cp) const {
+    const int material = popcount(position.pieces(Pawn)) +
+                         3 * popcount(position.pieces(Knight) | position.pieces(Bishop)) +
+                         5 * popcount(position.pieces(Rook)) + 9 * popcount(position.pieces(Queen));
+    const double x = std::clamp(material, 17, 78) / 58.0;
+    auto poly = [x](const std::vector<double>& c) {
+        double value = 0.0;
+        for (std::size_t i = c.size(); i-- > 0;) value = value * x + c[i];
+        return value;
+    };
+    const double a = poly(this->a);
+    const double b = std::max(poly(this->b), 1e-3);
+    const double v = position.side_to_move() == White ? cp : -cp;
+    const double win = 1.0 / (1.0 + std::exp(std::clamp((a - v) / b, -700.0, 700.0)));
+    const double loss = 1.0 / (1.0 + std::exp(std::clamp((a + v) / b, -700.0, 700.0)));
+    return win - loss;
+}
+
+LatentSearch::LatentSearch(std::shared_ptr<const LatentNetwork> network, LatentSearchConfig config,
+                           std::unique_ptr<Evaluator> leaf_evaluator, LatentWdlModel wdl)
+    : network_(std::move(network)),
+      config_(config),
+      encoder_(network_),
+      evaluator_(std::move(leaf_evaluator)),
+      wdl_(std::move(wdl)) {
+    if (evaluator_ && (wdl_.a.empty() || wdl_.b.empty()))
+        throw std::invalid_argument("a latent search leaf evaluator needs a WDL model (a and b)");
     if (config_.width < 1) throw std::invalid_argument("latent search width must be at least 1");
     if (!(config_.draw_score >= -1.0 && config_.draw_score <= 1.0))
         throw std::invalid_argument("latent search draw_score must lie in [-1, 1]");
@@ -85,13 +110,26 @@ LatentSearch::LatentSearch(std::shared_ptr<const LatentNetwork> network, LatentS
 }
 
 void LatentSearch::do_move(Move move) {
-    encoder_.on_do_move(*position_, move);
+    if (evaluator_)
+        evaluator_->on_do_move(*position_, move);
+    else
+        encoder_.on_do_move(*position_, move);
     position_->do_move(move);
 }
 
 void LatentSearch::undo_move() {
     position_->undo_move();
-    encoder_.on_undo_move();
+    if (evaluator_)
+        evaluator_->on_undo_move();
+    else
+        encoder_.on_undo_move();
+}
+
+void LatentSearch::reset_scorer() {
+    if (evaluator_)
+        evaluator_->reset(*position_);
+    else
+        encoder_.reset(*position_);
 }
 
 void LatentSearch::check_abort() {
@@ -110,6 +148,7 @@ void LatentSearch::check_abort() {
 double LatentSearch::score_current() {
     check_abort();
     ++nodes_;
+    if (evaluator_) return wdl_.white_score(*position_, evaluator_->evaluate(*position_));
     return encoder_.score(*position_);
 }
 
@@ -463,7 +502,7 @@ LatentSearchResult LatentSearch::search(const Position& root, const std::vector<
             if (limits.deadline_s >= 0 && now + last_time * growth > limits.deadline_s) break;
         }
         position_.emplace(root);
-        encoder_.reset(*position_);
+        reset_scorer();
         path_.clear();
         abortable_ = have_best;
         nodes_ = 0;
@@ -484,7 +523,7 @@ LatentSearchResult LatentSearch::search(const Position& root, const std::vector<
             const double drop = white ? best.value - result.value : result.value - best.value;
             if (drop > config_.revise_margin) {
                 position_.emplace(root);
-                encoder_.reset(*position_);
+                reset_scorer();
                 path_.clear();
                 nodes_ = 0;
                 wide_width_ = config_.width * config_.revise_factor;

@@ -39,6 +39,11 @@
 //      `revise_margin` (axis units, the root mover's view; no mates), the same depth is
 //      searched again with `revise_factor` times the width at the root and at ply 1; that result
 //      replaces the narrow one (kept when the re-search is stopped).
+//  * A leaf evaluator (the decomposition's instrument, off by default): with one, every score the
+//    search reads (children's order, top-k, leaves, the quiescence stand pat) is the evaluator's
+//    centipawns (the alpha-beta slot's Evaluator: hce, pesto, nnue) mapped to White's W - L by a
+//    WDL model (LatentWdlModel, in [-1, 1] as the axis score), and the encoder is not used. The
+//    tree, terminals and additions are the same; only the score differs.
 #pragma once
 
 #include <atomic>
@@ -50,6 +55,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "evaluate.h"
 #include "latent_encoder.h"
 #include "position.h"
 #include "types.h"
@@ -70,6 +76,15 @@ struct LatentSearchConfig {
     bool revise = false;          // wider re-search of an iteration that fails low
     double revise_margin = 0.05;  // how far below the last iteration's value counts as a fail-low
     int revise_factor = 2;        // root and ply-1 width multiplier of the re-search
+};
+
+// The WDL model of an evaluator's centipawns (latentchess.wdl.WdlModel, Stockfish 16's form):
+// W = 1 / (1 + exp((a - v) / b)), L = 1 / (1 + exp((a + v) / b)), with a and b polynomials in
+// x = clamp(material, 17, 78) / 58 (pawns 1, knights and bishops 3, rooks 5, queens 9).
+struct LatentWdlModel {
+    std::vector<double> a, b;  // coefficients, lowest power first; both non-empty
+    // W - L from White's view for `cp`, the side to move's centipawns on `position`.
+    double white_score(const Position& position, int cp) const;
 };
 
 struct LatentSearchLimits {
@@ -109,7 +124,9 @@ void python_chess_move_order(const Position& position, MoveList& moves);
 
 class LatentSearch {
   public:
-    LatentSearch(std::shared_ptr<const LatentNetwork> network, LatentSearchConfig config);
+    // With `leaf_evaluator`, leaves are scored by it through `wdl` instead of by the encoder.
+    LatentSearch(std::shared_ptr<const LatentNetwork> network, LatentSearchConfig config,
+                 std::unique_ptr<Evaluator> leaf_evaluator = nullptr, LatentWdlModel wdl = {});
 
     // `history_keys`: Polyglot keys of the positions since the last irreversible move, the root
     // included, with repeats (empty: the root alone).
@@ -155,11 +172,14 @@ class LatentSearch {
     void check_abort();
     void do_move(Move move);
     void undo_move();
+    void reset_scorer();
     bool is_history_draw(int clock, std::uint64_t key) const;
 
     std::shared_ptr<const LatentNetwork> network_;
     LatentSearchConfig config_;
     LatentEncoder encoder_;
+    std::unique_ptr<Evaluator> evaluator_;  // the leaf evaluator, or null: the encoder's axis
+    LatentWdlModel wdl_;
     std::unordered_map<std::uint64_t, Move> hints_;
     // Per search:
     std::optional<Position> position_;
