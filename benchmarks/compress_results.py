@@ -61,6 +61,10 @@ def _git(folder: Path, *args: str) -> str:
     ).stdout
 
 
+KEPT_PLAIN = frozenset({".md", ".sh", ".py"})
+"""Text people read or run where it stands: notes and the scripts that made a result."""
+
+
 def candidates(folder: Path, min_bytes: int, *, recompressing: bool = False) -> list[Path]:
     """Tracked files under ``folder`` over ``min_bytes`` and not compressed (``recompressing``:
     or gzip/Zstandard), largest first."""
@@ -71,7 +75,7 @@ def candidates(folder: Path, min_bytes: int, *, recompressing: bool = False) -> 
         suffix = path.suffix.lower()
         if (
             not path.is_file()
-            or suffix == ".md"
+            or suffix in KEPT_PLAIN
             or (suffix in ALREADY_COMPRESSED and not (recompressing and suffix in RECOMPRESSIBLE))
         ):
             continue
