@@ -161,7 +161,8 @@ def test_match_writes_and_resumes_a_compressed_pgn(tmp_path, capsys, suffix) -> 
     assert count_games(pgn) == 3
     with open_text(pgn) as handle:
         rounds = [chess.pgn.read_game(handle).headers["Round"] for _ in range(3)]
-    assert rounds == ["1", "2", "3"]
+    # two workers append games as they finish: rounds 1 and 2 in either order, then the resumed 3
+    assert sorted(rounds[:2]) == ["1", "2"] and rounds[2] == "3"
     capsys.readouterr()
     assert main(["elo", str(pgn)]) == 0
     assert "stockfish:skill=0" in capsys.readouterr().out
