@@ -16,6 +16,10 @@ Runs (``--steps`` S, default 1200):
 * ``mix``: S steps on the rated games with the TCEC positions mixed in, share 0.5 decaying to 0;
 * ``mirror``: ``--mirror 0.5``; ``time-control``: ``--time-control`` (also scored on every speed).
 
+``--max-games N`` trains on the corpus's first N games only (runs named ``...-gN``; the pretrained
+model is shared with the full-corpus runs of the same steps): the regime where a small model makes
+several passes over its data, as the shipped model does over the whole corpus.
+
     .venv/bin/python benchmarks/human_options.py --shared ../shared \
         --out runs/human_options --results benchmarks/results/human_options
 
@@ -61,6 +65,7 @@ def main() -> int:
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--engine-rows", type=int, default=200_000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-games", type=int, default=None, help="train on the first N games")
     p.add_argument("--only", nargs="*", default=None, help="run only these runs")
     args = p.parse_args()
     out, results = args.out, args.results
@@ -68,13 +73,14 @@ def main() -> int:
     results.mkdir(parents=True, exist_ok=True)
     corpus = args.shared / "data" / "lichess-rated-games.pgn.gz"
     heldout = args.shared / "testsuites" / "lichess_2021-10_sample.pgn"
-    rated, engine = out / "rated.npz", out / "tcec.npz"
+    games = f"-g{args.max_games}" if args.max_games else ""
+    rated, engine = out / f"rated{games}.npz", out / "tcec.npz"
     cpu: dict[str, float] = {}
     from latentchess.data.moves import read_csv_moves, read_pgn_moves
 
     started = time.process_time()
     if not rated.exists():
-        read_pgn_moves(corpus, progress=True).save(rated)
+        read_pgn_moves(corpus, progress=True, max_games=args.max_games).save(rated)
         cpu["parse_rated"] = time.process_time() - started
     chosen = args.only if args.only is not None else RUNS
     if not engine.exists() and {"pretrain", "mix"} & set(chosen):
@@ -90,6 +96,8 @@ def main() -> int:
     s = args.steps
     # runs of other lengths than the default are named by it: rated-600, finetune-600, ...
     suffix = (f"-{s}" if s != DEFAULT_STEPS else "") + (f"-s{args.seed}" if args.seed else "")
+    pretrained = out / f"pretrain{suffix}" / "model"  # shared by every --max-games
+    suffix += games
     runs: dict[str, list[str]] = {
         "rated": ["--data", str(rated), "--steps", str(s)],
         "pretrain": ["--data", str(engine), "--steps", str(s)],
@@ -100,10 +108,10 @@ def main() -> int:
         "time-control": ["--data", str(rated), "--steps", str(s), "--time-control"],
     }
     runs["mix"] += ["--mix-share", "0.5"]
-    runs["finetune"] += ["--init-from", str(out / f"pretrain{suffix}" / "model")]
+    runs["finetune"] += ["--init-from", str(pretrained)]
     evaluated = {"pretrain"}  # the engine model is a step, not a contestant
     for name in chosen:
-        run_dir = out / f"{name}{suffix}"
+        run_dir = pretrained.parent if name == "pretrain" else out / f"{name}{suffix}"
         if not (run_dir / "model" / "config.json").exists():
             argv = ["train", "chessformer", *runs[name], "--out", str(run_dir), *common]
             cpu[f"train_{name}{suffix}"] = _run(argv, out / f"{name}{suffix}.log")
@@ -135,6 +143,18 @@ def main() -> int:
         "time-control input vs none": ("rated", "time-control"),
         "time-control input vs none, every speed": ("rated-any", "time-control-any"),
     }
+    if suffix not in ("", "-600"):  # this invocation's own runs against its rated baseline
+        scale = f"{s} steps" + (f", {args.max_games} games" if games else "")
+        for name, what in (
+            ("finetune", "pretrain then fine-tune"),
+            ("mix", "engine data mixed in"),
+            ("mirror", "mirror 0.5"),
+            ("time-control", "time-control input"),
+        ):
+            pairs[f"{what} vs rated games ({scale})"] = (
+                f"rated{suffix}",
+                f"{name}{suffix}",
+            )
     summary = {}
     for label, (a, b) in pairs.items():
         paths = [results / f"{x}.json" for x in (a, b)]

@@ -22,6 +22,7 @@ from latentchess.evaluation.human import paired_difference
 from latentchess.models.chessformer import SPEED_BANDS, Chessformer, ChessformerConfig
 from latentchess.models.chessformer_io import load_chessformer, save_chessformer
 from latentchess.squares import POLICY_SIZE, board_pieces, encode_pieces, move_index
+from latentchess.training.data import StepPrefetcher
 from latentchess.training.distributed import DistContext
 from latentchess.training.objectives.chessformer import (
     MIRROR_POLICY,
@@ -285,3 +286,42 @@ def test_eval_human_reports_speeds_and_paired_differences(
     shorter = {**results[1], "per_game": {k: v[:-1] for k, v in per_game.items()}}
     with pytest.raises(ValueError, match="not paired"):
         paired_difference(results[0], shorter)
+
+
+def test_loader_workers_make_the_same_batches_and_resume(tmp_path: Path, speeds_pgn: Path) -> None:
+    engine = write_rated_pgn(tmp_path / "engine.pgn", games=6, plies=40, seed=9)
+    read_pgn_moves(engine, progress=False).save(tmp_path / "mix.npz")
+    options = dict(steps=6, mirror=0.5, mix_data=tmp_path / "mix.npz", mix_share=0.5)
+    plain = _config(speeds_pgn, tmp_path / "plain", **options)
+    objective = ChessformerObjective(plain, DistContext())
+    with pytest.raises(ValueError, match="loader_workers"):
+        _config(speeds_pgn, tmp_path / "x", loader_workers=-1)
+    # the workers' batch of a step is the one the training process would make
+    prefetcher = StepPrefetcher(objective.batch_arrays, 6, 2, prefetch=2)
+    for step in (0, 1, 4, 2):  # out of order: the workers restart there
+        made, own = prefetcher.get(step), objective.batch_arrays(step)
+        assert made.keys() == own.keys()
+        for key, value in own.items():
+            assert np.array_equal(made[key].numpy(), value), (step, key)
+    prefetcher.close()
+    with pytest.raises(IndexError):
+        prefetcher.get(6)
+    train_chessformer(plain)
+    # two workers, and a run stopped after 3 steps then resumed: the same weights, bit for bit
+    train_chessformer(_config(speeds_pgn, tmp_path / "workers", **options, loader_workers=2))
+    cut = _config(speeds_pgn, tmp_path / "resumed", **{**options, "steps": 6}, loader_workers=1)
+    train_chessformer(cut, on_step=lambda step: _stop_after(step, 3))
+    assert train_chessformer(cut).resumed_from == 3
+    expected = load_chessformer(tmp_path / "plain" / "model")[0].state_dict()
+    for run in ("workers", "resumed"):
+        weights = load_chessformer(tmp_path / run / "model")[0].state_dict()
+        for name, value in expected.items():
+            assert torch.equal(weights[name], value), (run, name)
+
+
+def _stop_after(step: int, last: int) -> None:
+    if step == last:
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGTERM)

@@ -385,6 +385,14 @@ def _add_chessformer_arguments(p: argparse.ArgumentParser) -> None:
         metavar="S",
         help="the mix data's share of the first batch, decaying linearly to 0 (default 0)",
     )
+    p.add_argument(
+        "--loader-workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="processes that make the coming batches while the model trains (default 0: none; "
+        "the batches are the same)",
+    )
 
 
 def _chessformer(args: argparse.Namespace) -> int:
@@ -438,6 +446,7 @@ def _chessformer(args: argparse.Namespace) -> int:
         init_from=args.init_from,
         mix_data=args.mix_data,
         mix_share=args.mix_share,
+        loader_workers=args.loader_workers,
     )
     result = train_chessformer(cfg)
     if os.environ.get("RANK", "0") != "0":  # under torchrun, rank 0 reports

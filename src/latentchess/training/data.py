@@ -1,4 +1,5 @@
-"""Training data: opening the token cache, the held-out split and the anchor order.
+"""Training data: opening the token cache, the held-out split, the anchor order and batches made
+ahead in worker processes.
 
 The data order of a run is a pure function of ``(seed, step)``: anchors come from a per-epoch
 permutation seeded by ``(seed, epoch)`` and positives from a generator seeded by ``(seed, step)``.
@@ -10,8 +11,10 @@ batch without communicating.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +30,7 @@ __all__ = [
     "split_holdout",
     "label_fingerprint",
     "step_rng",
+    "StepPrefetcher",
 ]
 
 HOLDOUT_BLOCK = 256
@@ -157,3 +161,83 @@ class AnchorOrder:
     def positives_rng(self, step: int) -> np.random.Generator:
         """The generator that draws step ``step``'s positives."""
         return step_rng(self.seed, _STREAM_POSITIVES, step)
+
+
+class _StepBatches:
+    """A map-style dataset whose item ``i`` is the batch of step ``start + i``."""
+
+    def __init__(self, make: Callable[[int], dict[str, Any]], start: int, stop: int) -> None:
+        self.make, self.start, self.stop = make, start, stop
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return self.make(self.start + index)
+
+
+class StepPrefetcher:
+    """The batches of the coming steps, made by ``workers`` processes while the model trains.
+
+    ``make(step)`` must be a pure function of the step (as the loop's data order is), returning
+    NumPy arrays; the batches come back as tensors in shared memory (a torch ``DataLoader`` over
+    the steps, ``prefetch`` batches ahead per worker, forked so that the workers share the
+    parent's data without copying it), in step order, and are the arrays ``make`` returns, so a
+    run trains bit-identically with or without workers. Asking for another step than the next
+    one (a resumed run, an evaluation in between does not count) restarts the workers there.
+
+    Args:
+        make: step -> this rank's batch as a dict of arrays.
+        stop: the run's last step + 1.
+        workers: worker processes (at least 1).
+        prefetch: batches made ahead per worker.
+        pin_memory: page-locked batches for fast, asynchronous copies to a GPU.
+    """
+
+    def __init__(
+        self,
+        make: Callable[[int], dict[str, Any]],
+        stop: int,
+        workers: int,
+        *,
+        prefetch: int = 4,
+        pin_memory: bool = False,
+    ) -> None:
+        if workers < 1:
+            raise ValueError(f"a prefetcher needs at least one worker, got {workers}")
+        self.make, self.stop, self.workers = make, stop, workers
+        self.prefetch, self.pin_memory = prefetch, pin_memory
+        self._next: int | None = None
+        self._iterator: Any = None
+
+    def _start(self, step: int) -> None:
+        import multiprocessing
+
+        from torch.utils.data import DataLoader
+
+        self.close()
+        loader = DataLoader(
+            _StepBatches(self.make, step, self.stop),
+            batch_size=None,
+            num_workers=self.workers,
+            prefetch_factor=self.prefetch,
+            pin_memory=self.pin_memory,
+            multiprocessing_context=multiprocessing.get_context("fork"),
+        )
+        self._iterator, self._next = iter(loader), step
+
+    def get(self, step: int) -> dict[str, Any]:
+        """Step ``step``'s batch (tensors)."""
+        if not 0 <= step < self.stop:
+            raise IndexError(f"step {step} outside the run's steps [0, {self.stop})")
+        if step != self._next:
+            self._start(step)
+        batch = next(self._iterator)
+        self._next = step + 1
+        return batch  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Stop the workers (they also stop after the last step, or when garbage-collected)."""
+        if self._iterator is not None and hasattr(self._iterator, "_shutdown_workers"):
+            self._iterator._shutdown_workers()
+        self._iterator, self._next = None, None

@@ -19,7 +19,10 @@ Options, all off by default:
 * ``init_from``: the weights start from a model directory (fine-tuning);
 * ``mix_data`` / ``mix_share`` S: step ``s`` of ``steps`` takes ``round(S * (1 - s / steps) *
   batch_size)`` of its positions from a second data set (e.g. engine moves), the rest from
-  ``data``: the share decays linearly to 0.
+  ``data``: the share decays linearly to 0;
+* ``loader_workers`` N: N processes make the coming steps' batches (features, legal masks) while
+  the model trains, so that a GPU does not wait on NumPy; the batches, and so the run, are the
+  same as without them.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from latentchess.models.chessformer import Chessformer, ChessformerConfig
 from latentchess.models.chessformer_human import band_accuracy, select_rows
 from latentchess.models.chessformer_io import load_chessformer, save_chessformer
 from latentchess.squares import POLICY_SIZE
-from latentchess.training.data import AnchorOrder, step_rng
+from latentchess.training.data import AnchorOrder, StepPrefetcher, step_rng
 from latentchess.training.distributed import DistContext
 from latentchess.training.loop import LoopResult, LoopSettings, Objective, run_objective
 
@@ -73,6 +76,7 @@ _RESUMABLE = frozenset(
         "log_every",
         "progress",
         "eval_positions",
+        "loader_workers",
     }
 )
 
@@ -112,6 +116,8 @@ class ChessformerTrainConfig:
             ``time_control`` input it lacks starts at zero).
         mix_data: a second data set (CSV, PGN or ``.npz``) mixed into the batches.
         mix_share: the second data set's share of step 0's batch, decaying linearly to 0.
+        loader_workers: processes that make the coming steps' batches while the model trains
+            (0: the training process makes each batch itself); the batches are the same.
     """
 
     data: Path
@@ -142,6 +148,7 @@ class ChessformerTrainConfig:
     init_from: Path | None = None
     mix_data: Path | None = None
     mix_share: float = 0.0
+    loader_workers: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", Path(self.data))
@@ -155,6 +162,8 @@ class ChessformerTrainConfig:
             raise ValueError(f"mix_share must lie in [0, 1], got {self.mix_share!r}")
         if self.mix_share > 0 and self.mix_data is None:
             raise ValueError("mix_share needs mix_data")
+        if not isinstance(self.loader_workers, int) or self.loader_workers < 0:
+            raise ValueError(f"loader_workers must be an int >= 0, got {self.loader_workers!r}")
         for name in ("steps", "batch_size", "checkpoint_every", "log_every", "eval_positions"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -174,6 +183,7 @@ class ChessformerTrainConfig:
             ("init_from", None),
             ("mix_data", None),
             ("mix_share", 0.0),
+            ("loader_workers", 0),
         ):
             if data[name] == default:
                 del data[name]
@@ -299,6 +309,7 @@ class ChessformerObjective(Objective):
             "players": select_rows(data, "players", cfg.holdout_fraction),
         }
         self.order = AnchorOrder(len(self.train_rows), cfg.batch_size, cfg.seed)
+        self.prefetcher: StepPrefetcher | None = None
         self.fingerprint = _fingerprint(data)
         self.mix: MoveData | None = None
         if cfg.mix_data is not None and cfg.mix_share > 0:
@@ -346,20 +357,17 @@ class ChessformerObjective(Objective):
             mirror_batch(arrays["features"], arrays["legal"], arrays["move"], flip)
         return arrays
 
-    def _tensors(
-        self,
-        rows: npt.NDArray[np.int64],
-        flip: npt.NDArray[np.bool_] | None = None,
-        mix_rows: npt.NDArray[np.int64] | None = None,
-        mix_flip: npt.NDArray[np.bool_] | None = None,
-    ) -> dict[str, Tensor]:
-        arrays = self._arrays(self.data, rows, flip)
-        if mix_rows is not None and len(mix_rows):
-            assert self.mix is not None
-            extra = self._arrays(self.mix, mix_rows, mix_flip)
-            arrays = {k: np.concatenate([v, extra[k]]) for k, v in arrays.items()}
+    def _tensors(self, rows: npt.NDArray[np.int64]) -> dict[str, Tensor]:
+        return self._to_device(self._arrays(self.data, rows, None))
+
+    def _to_device(self, arrays: dict[str, Any]) -> dict[str, Tensor]:
         device = self.ctx.device
-        return {k: torch.from_numpy(np.ascontiguousarray(v)).to(device) for k, v in arrays.items()}
+        return {
+            k: torch.as_tensor(np.ascontiguousarray(v) if isinstance(v, np.ndarray) else v).to(
+                device, non_blocking=True
+            )
+            for k, v in arrays.items()
+        }
 
     def _losses(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         speed = batch["speed"] if self.cfg.model.time_control else None
@@ -398,26 +406,46 @@ class ChessformerObjective(Objective):
         picks = np.array([orders[e][o] for e, o in zip(epoch, offset, strict=True)])
         return rows, self.mix_rows[picks]
 
-    def loss(self, model: nn.Module, step: int) -> tuple[Tensor, dict[str, float]]:
+    def batch_arrays(self, step: int) -> dict[str, npt.NDArray[Any]]:
+        """This rank's share of step ``step``'s batch as arrays (a pure function of the step:
+        what the loader's workers make ahead, ``--loader-workers``)."""
         rows, mix_rows = self.batch_rows(step)
+        mirror = self.cfg.mirror > 0
         flip = step_rng(self.cfg.seed, _STREAM_MIRROR, step).random(len(rows) + len(mix_rows))
         flip = flip < self.cfg.mirror
         share = (len(rows) + len(mix_rows)) // self.ctx.world_size
         lo, hi = self.ctx.rank * share, (self.ctx.rank + 1) * share
         n = len(rows)
-        batch = self._tensors(
-            rows[lo:hi],
-            flip[lo:hi] if self.cfg.mirror > 0 else None,
-            mix_rows[max(lo - n, 0) : max(hi - n, 0)],
-            flip[n:][max(lo - n, 0) : max(hi - n, 0)] if self.cfg.mirror > 0 else None,
-        )
+        part, mix_part = slice(min(lo, n), min(hi, n)), slice(max(lo - n, 0), max(hi - n, 0))
+        arrays = self._arrays(self.data, rows[part], flip[part] if mirror else None)
+        if len(mix_rows[mix_part]):
+            assert self.mix is not None
+            extra = self._arrays(
+                self.mix, mix_rows[mix_part], flip[n:][mix_part] if mirror else None
+            )
+            arrays = {k: np.concatenate([v, extra[k]]) for k, v in arrays.items()}
+        return arrays
+
+    def loss(self, model: nn.Module, step: int) -> tuple[Tensor, dict[str, float]]:
+        if self.cfg.loader_workers and self.prefetcher is None:
+            self.prefetcher = StepPrefetcher(
+                self.batch_arrays,
+                self.cfg.steps,
+                self.cfg.loader_workers,
+                pin_memory=self.ctx.device.type == "cuda",
+            )
+        if self.prefetcher is not None:
+            batch = self._to_device(self.prefetcher.get(step))
+        else:
+            batch = self._to_device(self.batch_arrays(step))
+        mixed = 0 if self.mix is None else int(self.mix_start[step + 1] - self.mix_start[step])
         parts = self._losses(model, batch)
         total = parts["policy"] + self.cfg.value_weight * parts["value"]
         return total, {
             "policy_loss": float(parts["policy"].detach()),
             "value_loss": float(parts["value"].detach()),
             "top1": float(parts["hits"].mean()),
-            "mix_share": len(mix_rows) / (len(rows) + len(mix_rows)),
+            "mix_share": mixed / self.cfg.batch_size,
         }
 
     def evaluate(self, final: bool = False) -> dict[str, float]:
@@ -446,6 +474,8 @@ class ChessformerObjective(Objective):
         return metrics
 
     def export(self, model_dir: Path, training: dict[str, Any]) -> dict[str, Any]:
+        if self.prefetcher is not None:
+            self.prefetcher.close()
         metrics = self.evaluate(final=True)
         training = {**training, "data_summary": self.summary()}
         save_chessformer(model_dir, self.model, {"training": training, "metrics": metrics})  # type: ignore[arg-type]
