@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import chess
+import chess.engine
 import pytest
 
 from latent_fixtures import random_sparse_model
@@ -161,6 +162,63 @@ def test_revise_re_searches_fail_lows_wider(encoder) -> None:  # type: ignore[no
                 narrow["pv"],
             )
     assert revised > 0
+
+
+def test_partial_keeps_the_finished_root_moves_of_a_stopped_iteration(encoder) -> None:  # type: ignore[no-untyped-def]
+    """An iteration stopped by the node limit: without partial it is discarded; with it the
+    root moves it finished are kept, the last iteration's best searched first, each with the
+    value a full iteration in the same order gives it, and the best of them played."""
+    kept = 0
+    for board in _boards(8, seed=11):
+        position = native.Position(board.fen())
+        depths: list[dict] = []  # type: ignore[type-arg]
+        full = native.LatentSearch(encoder, width=3, qs=True, partial=True).search(
+            position, [], 4, on_iteration=depths.append
+        )
+        assert not full["partial"] and full["completed"]
+        if full["depth"] < 4 or len(depths) < 4:
+            continue  # a forced mate ended the deepening
+        third = depths[2]
+        budget = (third["nodes"] + full["nodes"]) // 2  # inside the fourth iteration
+        before: list[dict] = []  # type: ignore[type-arg]
+        whole = native.LatentSearch(encoder, width=3, qs=True).search(
+            position, [], 4, on_iteration=before.append
+        )
+        inside = (before[2]["nodes"] + whole["nodes"]) // 2
+        old = native.LatentSearch(encoder, width=3, qs=True).search(
+            position, [], 4, max_nodes=inside
+        )
+        assert (old["depth"], old["partial"], old["completed"]) == (3, False, False)
+        assert old["move"] == before[2]["move"]
+        stopped = native.LatentSearch(encoder, width=3, qs=True, partial=True).search(
+            position, [], 4, max_nodes=budget
+        )
+        assert stopped["nodes"] <= budget and not stopped["completed"]
+        if not stopped["partial"]:  # stopped before the first root move finished
+            assert (stopped["depth"], stopped["move"]) == (3, third["move"])
+            continue
+        kept += 1
+        assert stopped["depth"] == 4
+        done = {uci: value for uci, _, value, _ in stopped["root_moves"] if value is not None}
+        full_values = {uci: value for uci, _, value, _ in full["root_moves"]}
+        assert third["move"] in done  # searched first
+        assert all(full_values[uci] == value for uci, value in done.items())
+        best = (max if board.turn == chess.WHITE else min)(done.values())
+        assert stopped["value"] == best and done[stopped["move"]] == best
+    assert kept >= 3
+
+
+def test_partial_spends_the_soft_budget(model) -> None:  # type: ignore[no-untyped-def]
+    """With partial a search goes on to the soft deadline; without it, it ends where the next
+    iteration is not predicted to finish. Depth reached, not time, is compared."""
+    board = chess.Board("r2q1rk1/1b1nbppp/pp1ppn2/8/2PNP3/2N1BP2/PP1QB1PP/R4RK1 w - - 0 12")
+    reached = {}
+    for partial in (False, True):
+        engine = LatentEngine.from_options(model, qs="1", width="3", partial=str(partial))
+        assert engine.searcher.config.partial is partial
+        result = engine.analyse(board, chess.engine.Limit(depth=64, nodes=60_000))
+        reached[partial] = result.depth
+    assert reached[True] >= reached[False]
 
 
 def test_switches_from_specs_uci_and_the_model(model: LatentModel) -> None:

@@ -228,6 +228,7 @@ _DECLARABLE = (
     "leaf_chunk",
     "qs",
     "revise",
+    "partial",
 )
 """The :class:`SearchConfig` fields a model may declare (the cache size is the user's ``Hash``;
 the draw score comes from the model's calibration)."""
@@ -536,7 +537,7 @@ class LatentEngine(Engine):
 
     def options(self) -> list[EngineOption]:
         """``Model``, ``Precision``, ``Depth``, ``Width``, ``Mode``, ``QS``, ``Revise``,
-        ``Native``, ``Threads``, ``Hash``, ``Move Overhead``, ``Clear Hash``."""
+        ``Partial``, ``Native``, ``Threads``, ``Hash``, ``Move Overhead``, ``Clear Hash``."""
         c = self.config
         hash_mb = self._hash_mb or max(1, c.cache_size * BYTES_PER_CACHE_ENTRY // 1_000_000)
         model = self._model_path
@@ -556,6 +557,12 @@ class LatentEngine(Engine):
                 c.revise,
                 lambda v: self._choose(revise=_coerce("revise", v, bool)),
                 "revise",
+            ),
+            check(
+                "Partial",
+                c.partial,
+                lambda v: self._choose(partial=_coerce("partial", v, bool)),
+                "partial",
             ),
             combo("Native", self._native, NATIVE_CHOICES, self._set_native, "native"),
             spin(

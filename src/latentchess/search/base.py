@@ -63,8 +63,16 @@ class SearchConfig:
         revise: re-search an iteration whose value fails low (falls by more than 0.05 below the
             previous iteration's, the mover's view) with twice the width at the root and at
             ply 1 (an addition to the paper's search, native core only).
-        ``qs`` and ``revise`` are minimax-only and the Python search (the paper's, kept as the
-        reference) does not implement them; off, the native search is the paper's exactly.
+        partial: use the time given (native core only): from depth 2 the root searches the last
+            iteration's best move first, an iteration stopped by the clock or a node limit keeps
+            the root moves it finished (the best of them is played; ``partial`` in the result),
+            and an iteration starts whenever the soft deadline has not passed and stops at it.
+            Without it an iteration starts only when it is predicted to finish by the hard
+            deadline and a stopped one is discarded (the paper's search), which ends most
+            searches well inside their budget.
+        ``qs``, ``revise`` and ``partial`` are minimax-only and the Python search (the paper's,
+        kept as the reference) does not implement them; off, the native search is the paper's
+        exactly.
         eval: what scores the positions: ``"latent"`` (the model's axis: the latent planner) or
             an alpha-beta evaluator (``nnue``, ``hce``, ``pesto`` or an NNUE directory) whose
             centipawns a WDL model maps to White's W - L (native core only). Not a latent planner
@@ -81,6 +89,7 @@ class SearchConfig:
     draw_score: float = 0.0
     qs: bool = False
     revise: bool = False
+    partial: bool = False
     eval: str = "latent"
 
     def __post_init__(self) -> None:
@@ -136,12 +145,15 @@ class SearchResult:
         value: backed-up value of ``move``, White's view (axis scale; mates ``+-(MATE_VALUE -
             plies)``). Without legal moves: the root's own terminal value.
         pv: principal variation, starting with ``move``.
-        depth: last completed depth (plies).
+        depth: last completed depth (plies), or the depth of a stopped iteration whose finished
+            root moves were kept (``partial``).
         mode: search mode.
         nodes: positions embedded (sent to the scorer), all iterations together.
         cache_hits: positions whose score came from the cache.
         time_s: wall time.
         completed: whether the requested depth was completed (False when stopped early).
+        partial: whether the last iteration was stopped and its finished root moves kept
+            (:attr:`SearchConfig.partial`).
         root_moves: every legal root move, in the order the last iteration ranked them.
         scorer_time_s: part of ``time_s`` spent inside the scorer.
         scorer_calls: number of scorer batches.
@@ -156,6 +168,7 @@ class SearchResult:
     cache_hits: int = 0
     time_s: float = 0.0
     completed: bool = True
+    partial: bool = False
     root_moves: list[RootMove] = field(default_factory=list)
     scorer_time_s: float = 0.0
     scorer_calls: int = 0

@@ -187,6 +187,7 @@ class NativeSearcher:
             draw_score=self.config.draw_score,
             qs=self.config.qs,
             revise=self.config.revise,
+            partial=self.config.partial,
             **leaf_evaluator(self.config.eval),
         )
 
@@ -318,6 +319,7 @@ def _result(raw: dict[str, Any]) -> SearchResult:
         nodes=int(raw["nodes"]),
         time_s=float(raw["time_s"]),
         completed=bool(raw["completed"]),
+        partial=bool(raw.get("partial", False)),
         root_moves=[
             RootMove(move=chess.Move.from_uci(uci), static=static, value=value, exact=exact)
             for uci, static, value, exact in raw["root_moves"]

@@ -244,6 +244,7 @@ py::dict result_to_dict(const LatentSearchResult& result) {
     out["time_s"] = result.time_s;
     out["completed"] = result.completed;
     out["revisions"] = result.revisions;
+    out["partial"] = result.partial;
     py::list roots;
     for (const LatentRootMove& root : result.root_moves)
         roots.append(py::make_tuple(root.move.to_uci(), root.static_value, optional_float(root.value), root.exact));
@@ -255,8 +256,9 @@ class PyLatentSearch {
   public:
     PyLatentSearch(const PyLatentEncoder& encoder, const std::string& mode, int width, bool alpha_beta,
                    bool leaf_cutoffs, double draw_score, bool qs, bool revise, const std::string& evaluator,
-                   const std::vector<double>& wdl_a, const std::vector<double>& wdl_b)
-        : search_(encoder.network(), make_config(mode, width, alpha_beta, leaf_cutoffs, draw_score, qs, revise),
+                   const std::vector<double>& wdl_a, const std::vector<double>& wdl_b, bool partial)
+        : search_(encoder.network(),
+                  make_config(mode, width, alpha_beta, leaf_cutoffs, draw_score, qs, revise, partial),
                   evaluator.empty() ? nullptr : make_evaluator(evaluator), LatentWdlModel{wdl_a, wdl_b}) {}
 
     py::dict search(const Position& position, const std::vector<std::uint64_t>& history_keys, int depth,
@@ -322,7 +324,8 @@ class PyLatentSearch {
 
   private:
     static LatentSearchConfig make_config(const std::string& mode, int width, bool alpha_beta,
-                                          bool leaf_cutoffs, double draw_score, bool qs, bool revise) {
+                                          bool leaf_cutoffs, double draw_score, bool qs, bool revise,
+                                          bool partial) {
         if (mode != "minimax" && mode != "beam")
             throw std::invalid_argument("unknown latent search mode '" + mode + "'");
         LatentSearchConfig config;
@@ -333,6 +336,7 @@ class PyLatentSearch {
         config.draw_score = draw_score;
         config.qs = qs;
         config.revise = revise;
+        config.partial = partial;
         return config;
     }
 
@@ -398,11 +402,11 @@ void bind_latent(py::module_& module) {
 
     py::class_<PyLatentSearch>(module, "LatentSearch", "The SOLIS latent search (see latent_search.h).")
         .def(py::init<const PyLatentEncoder&, const std::string&, int, bool, bool, double, bool, bool,
-                      const std::string&, const std::vector<double>&, const std::vector<double>&>(),
+                      const std::string&, const std::vector<double>&, const std::vector<double>&, bool>(),
              py::arg("encoder"), py::arg("mode") = "minimax", py::arg("width") = 3, py::arg("alpha_beta") = true,
              py::arg("leaf_cutoffs") = true, py::arg("draw_score") = 0.0, py::arg("qs") = false,
              py::arg("revise") = false, py::arg("evaluator") = "", py::arg("wdl_a") = std::vector<double>{},
-             py::arg("wdl_b") = std::vector<double>{},
+             py::arg("wdl_b") = std::vector<double>{}, py::arg("partial") = false,
              "evaluator: '' (the encoder's axis scores the leaves) or an alpha-beta evaluator name (hce, "
              "pesto, nnue:PATH) whose centipawns wdl_a/wdl_b (latentchess.wdl.WdlModel) map to W - L.")
         .def("search", &PyLatentSearch::search, py::arg("position"), py::arg("history_keys"), py::arg("depth"),

@@ -137,10 +137,10 @@ void LatentSearch::check_abort() {
     if (limits_->max_nodes >= 0 && nodes_before_ + nodes_ + 1 > limits_->max_nodes) throw Aborted{};
     if ((nodes_ & 255) != 0) return;
     if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) throw Aborted{};
-    if (limits_->deadline_s >= 0) {
+    if (abort_at_s_ >= 0) {
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-        if (elapsed >= limits_->deadline_s) throw Aborted{};
+        if (elapsed >= abort_at_s_) throw Aborted{};
     }
     if (poll_ != nullptr && *poll_ && (*poll_)()) throw Aborted{};
 }
@@ -358,18 +358,29 @@ double LatentSearch::minimax(int ply, int depth, double alpha, double beta, std:
     return best;
 }
 
-LatentSearchResult LatentSearch::run_iteration(int depth, bool exact_root) {
+void LatentSearch::run_iteration(int depth, bool exact_root, LatentSearchResult& result, Move first) {
+    result = LatentSearchResult();
     std::vector<Child> children = children_of(0);
     const bool white = position_->side_to_move() == White;
     sort_by_value(children, white);
-    if (config_.beam) return beam(children, depth);
-    const std::vector<std::size_t> expand = expanded(children, 0);
-    std::vector<std::optional<double>> values(children.size());
-    std::vector<bool> exact(children.size(), false);
+    if (config_.beam) {
+        result = beam(children, depth);
+        return;
+    }
+    std::vector<std::size_t> expand = expanded(children, 0);
+    for (std::size_t n = 1; n < expand.size() && !first.is_none(); ++n) {
+        if (children[expand[n]].move == first) {
+            std::rotate(expand.begin(), expand.begin() + static_cast<long>(n),
+                        expand.begin() + static_cast<long>(n) + 1);
+            break;
+        }
+    }
+    result.depth = depth;
+    for (const Child& child : children) result.root_moves.push_back({child.move, child.value, std::nullopt, false});
     double best = white ? -kInfinity : kInfinity;
-    LatentSearchResult result;
     std::vector<Move> line;
-    for (const std::size_t index : expand) {
+    for (std::size_t n = 0; n < expand.size(); ++n) {
+        const std::size_t index = expand[n];
         const Child& child = children[index];
         double value;
         line.clear();
@@ -377,7 +388,7 @@ LatentSearchResult LatentSearch::run_iteration(int depth, bool exact_root) {
             value = child.value;
         } else {
             double alpha = -kInfinity, beta = kInfinity;
-            if (config_.alpha_beta && index > 0 && !exact_root) {
+            if (config_.alpha_beta && n > 0 && !exact_root) {
                 if (white) alpha = best;
                 else beta = best;
             }
@@ -388,23 +399,19 @@ LatentSearchResult LatentSearch::run_iteration(int depth, bool exact_root) {
             undo_move();
         }
         const bool improved = white ? value > best : value < best;
-        values[index] = value;
-        exact[index] = improved || exact_root || index == 0 || !config_.alpha_beta || child.terminal ||
-                       (depth == 1 && !config_.qs);
+        LatentRootMove& root_move = result.root_moves[index];
+        root_move.value = value;
+        root_move.exact = improved || exact_root || n == 0 || !config_.alpha_beta || child.terminal ||
+                          (depth == 1 && !config_.qs);
         if (improved) {
             best = value;
             result.pv.assign(1, child.move);
             result.pv.insert(result.pv.end(), line.begin(), line.end());
+            result.move = child.move;
+            result.value = best;
         }
+        ++result.root_searched;
     }
-    result.move = result.pv.front();
-    result.value = best;
-    result.depth = depth;
-    for (std::size_t index = 0; index < children.size(); ++index) {
-        result.root_moves.push_back(
-            {children[index].move, children[index].value, values[index], exact[index]});
-    }
-    return result;
 }
 
 LatentSearchResult LatentSearch::beam(const std::vector<Child>& children, int depth) {
@@ -491,6 +498,9 @@ LatentSearchResult LatentSearch::search(const Position& root, const std::vector<
     wide_width_ = 0;
     double last_time = 0.0;
     long long last_nodes = 0, previous_nodes = 0;
+    const bool partial = config_.partial && !config_.beam;
+    abort_at_s_ = partial && limits.soft_deadline_s >= 0 ? limits.soft_deadline_s : limits.deadline_s;
+    if (abort_at_s_ >= 0 && limits.deadline_s >= 0) abort_at_s_ = std::min(abort_at_s_, limits.deadline_s);
     for (int depth = limits.iterate ? 1 : limits.depth; depth <= limits.depth; ++depth) {
         if (have_best) {
             const double now = elapsed();
@@ -499,7 +509,7 @@ LatentSearchResult LatentSearch::search(const Position& root, const std::vector<
                 previous_nodes > 0
                     ? std::clamp(static_cast<double>(last_nodes) / static_cast<double>(previous_nodes), 1.5, 8.0)
                     : 3.0;
-            if (limits.deadline_s >= 0 && now + last_time * growth > limits.deadline_s) break;
+            if (!partial && limits.deadline_s >= 0 && now + last_time * growth > limits.deadline_s) break;
         }
         position_.emplace(root);
         reset_scorer();
@@ -510,12 +520,23 @@ LatentSearchResult LatentSearch::search(const Position& root, const std::vector<
         LatentSearchResult result;
         bool aborted = false;
         try {
-            result = run_iteration(depth, limits.exact_root);
+            run_iteration(depth, limits.exact_root, result, partial && have_best ? best.move : Move());
         } catch (const Aborted&) {
             aborted = true;
         }
         nodes_before_ += nodes_;
-        if (aborted) break;
+        if (aborted) {
+            // Kept when the last iteration's best move (searched first) finished at this depth.
+            if (partial && result.root_searched > 0) {
+                result.partial = true;
+                result.revisions = revisions;
+                best = std::move(result);
+                best.nodes = nodes_before_;
+                best.time_s = elapsed();
+                if (on_iteration) on_iteration(best);
+            }
+            break;
+        }
         long long iteration_nodes = nodes_;
         if (config_.revise && !config_.beam && have_best && !is_mate_value(best.value) &&
             !is_mate_value(result.value)) {
@@ -527,8 +548,9 @@ LatentSearchResult LatentSearch::search(const Position& root, const std::vector<
                 path_.clear();
                 nodes_ = 0;
                 wide_width_ = config_.width * config_.revise_factor;
+                LatentSearchResult wide;
                 try {
-                    LatentSearchResult wide = run_iteration(depth, limits.exact_root);
+                    run_iteration(depth, limits.exact_root, wide);
                     wide.revisions = result.revisions + 1;
                     result = std::move(wide);
                 } catch (const Aborted&) {
@@ -555,7 +577,7 @@ LatentSearchResult LatentSearch::search(const Position& root, const std::vector<
     best.nodes = nodes_before_;
     best.revisions = revisions;
     best.time_s = elapsed();
-    best.completed = best.depth == limits.depth || is_mate_value(best.value);
+    best.completed = (best.depth == limits.depth && !best.partial) || is_mate_value(best.value);
     position_.reset();
     limits_ = nullptr;
     poll_ = nullptr;

@@ -39,6 +39,15 @@
 //      `revise_margin` (axis units, the root mover's view; no mates), the same depth is
 //      searched again with `revise_factor` times the width at the root and at ply 1; that result
 //      replaces the narrow one (kept when the re-search is stopped).
+//    - `partial` (time use): from depth 2 on, the root searches the last iteration's best move
+//      first, and an iteration stopped by the clock, the node limit or the stop flag after that
+//      move is done is kept: its best move is the best of the root moves it finished (each
+//      finished value is exact or a bound that cannot beat the best, as in a full iteration; a
+//      move that beat the first did so at the new depth). Its result says `partial` and its
+//      depth is the stopped iteration's. With it an iteration starts whenever the soft deadline
+//      has not passed (no prediction of its length) and stops at the soft deadline (the hard
+//      one when there is none), so a search spends about its soft budget instead of ending
+//      early when the next iteration would not finish.
 //  * A leaf evaluator (the decomposition's instrument, off by default): with one, every score the
 //    search reads (children's order, top-k, leaves, the quiescence stand pat) is the evaluator's
 //    centipawns (the alpha-beta slot's Evaluator: hce, pesto, nnue) mapped to White's W - L by a
@@ -76,6 +85,7 @@ struct LatentSearchConfig {
     bool revise = false;          // wider re-search of an iteration that fails low
     double revise_margin = 0.05;  // how far below the last iteration's value counts as a fail-low
     int revise_factor = 2;        // root and ply-1 width multiplier of the re-search
+    bool partial = false;         // keep what a stopped iteration found; stop at the soft deadline
 };
 
 // The WDL model of an evaluator's centipawns (latentchess.wdl.WdlModel, Stockfish 16's form):
@@ -113,6 +123,8 @@ struct LatentSearchResult {
     double time_s = 0.0;
     bool completed = true;
     int revisions = 0;  // iterations re-searched wider (revise), all iterations
+    bool partial = false;  // the last iteration was stopped and its finished root moves kept
+    int root_searched = 0;  // root moves the last iteration finished (expanded ones)
     std::vector<LatentRootMove> root_moves;
 };
 
@@ -155,7 +167,9 @@ class LatentSearch {
     };
     struct Aborted {};
 
-    LatentSearchResult run_iteration(int depth, bool exact_root);
+    // Fills `result` as root moves finish (a stopped iteration leaves what it finished there);
+    // `first`: a root move searched before the others (none: score order).
+    void run_iteration(int depth, bool exact_root, LatentSearchResult& result, Move first = Move());
     LatentSearchResult beam(const std::vector<Child>& children, int depth);
     // Values `move` from the current node (ply `ply`, `path` its keys after the root).
     // With `resolve`, a non-terminal child is worth its quiescence value in (alpha, beta).
@@ -190,6 +204,7 @@ class LatentSearch {
     const std::atomic<bool>* stop_ = nullptr;
     std::chrono::steady_clock::time_point started_;
     bool abortable_ = false;
+    double abort_at_s_ = -1.0;  // when a search stops an iteration, seconds from the call; < 0: never
     int wide_width_ = 0;  // > 0 while a revise re-search runs
     long long nodes_before_ = 0;
     long long nodes_ = 0;
