@@ -121,7 +121,7 @@ def main() -> int:
         speeds = ["blitz", "any"] if every else ["blitz"]
         for speed in speeds:
             target = results / f"{name}{suffix}{'' if speed == 'blitz' else '-any'}.json"
-            if target.exists():
+            if find_text(target).exists():  # done (perhaps stored compressed since)
                 continue
             argv = ["eval-human", str(heldout), "--exclude-players-of", str(corpus)]
             argv += ["--model", str(run_dir / "model"), "--time-control", speed]
@@ -157,14 +157,14 @@ def main() -> int:
             )
     summary = {}
     for label, (a, b) in pairs.items():
-        paths = [results / f"{x}.json" for x in (a, b)]
+        paths = [find_text(results / f"{x}.json") for x in (a, b)]
         if all(path.exists() for path in paths):
             diff = paired_difference(*paths, seed=args.seed)
             summary[label] = {"a": a, "b": b, **diff}
             ci = diff["ci95"]
             print(f"{label}: {diff['difference']:+.4f} [{ci[0]:+.4f}, {ci[1]:+.4f}]")
     # the time-control pair by speed: the same games' hits, split by their TimeControl
-    pair = [results / f"{x}-any.json" for x in ("rated", "time-control")]
+    pair = [find_text(results / f"{x}-any.json") for x in ("rated", "time-control")]
     if all(path.exists() for path in pair):
         from latentchess.evaluation.human import read_game_headers
 

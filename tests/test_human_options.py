@@ -5,6 +5,7 @@ each on tiny data made here."""
 from __future__ import annotations
 
 import json
+import lzma
 import random
 from pathlib import Path
 
@@ -280,6 +281,10 @@ def test_eval_human_reports_speeds_and_paired_differences(
     assert sum(per_game["hits"]) == round(results[0]["accuracy"] * results[0]["positions"])
     same = paired_difference(results[0], results[0])
     assert same["difference"] == 0 and same["ci95"] == [0.0, 0.0]
+    # a result stored compressed is found under its plain name
+    xz = tmp_path / "b.json.xz"
+    xz.write_bytes(lzma.compress((tmp_path / "b.json").read_bytes()))
+    (tmp_path / "b.json").unlink()
     diff = paired_difference(tmp_path / "a.json", tmp_path / "b.json", draws=500)
     assert diff["difference"] == pytest.approx(results[1]["accuracy"] - results[0]["accuracy"])
     assert diff["ci95"][0] <= diff["difference"] <= diff["ci95"][1]

@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from latentchess.data.moves import lichess_speed
 from latentchess.errors import DataFormatError, LatentChessError
-from latentchess.textfiles import open_text
+from latentchess.textfiles import find_text, open_text, read_text
 
 __all__ = [
     "SPEEDS",
@@ -463,14 +463,17 @@ def paired_difference(
     """Top-1 of ``b`` minus top-1 of ``a`` on the same positions, with a 95% paired bootstrap
     interval over games.
 
-    ``a`` and ``b`` are eval-human results (dicts or JSON paths) with ``per_game`` hits, of the
+    ``a`` and ``b`` are eval-human results (dicts or JSON paths, plain or compressed: a path
+    ``x.json`` stored as ``x.json.xz`` is found) with ``per_game`` hits, of the
     same PGN under the same protocol: both models scored the same positions, so the games are
     resampled together and what varies between the models is what the interval measures.
 
     Raises:
         ValueError: results without per-game hits, or of other games or positions.
     """
-    results = [json.loads(Path(r).read_text()) if isinstance(r, (str, Path)) else r for r in (a, b)]
+    results = [
+        json.loads(read_text(find_text(r))) if isinstance(r, str | Path) else r for r in (a, b)
+    ]
     tables = []
     for result in results:
         per_game = result.get("per_game")
