@@ -66,10 +66,10 @@ class SearchConfig:
         partial: use the time given (native core only): from depth 2 the root searches the last
             iteration's best move first, an iteration stopped by the clock or a node limit keeps
             the root moves it finished (the best of them is played; ``partial`` in the result),
-            and an iteration starts whenever the soft deadline has not passed and stops at it.
-            Without it an iteration starts only when it is predicted to finish by the hard
-            deadline and a stopped one is discarded (the paper's search), which ends most
-            searches well inside their budget.
+            and an iteration not predicted to finish by the hard deadline still starts while the
+            soft deadline has not passed, and stops at it. Without it such an iteration is not
+            started and a stopped one is discarded (the paper's search), which ends searches
+            under a fixed time per move after a third of it.
         ``qs``, ``revise`` and ``partial`` are minimax-only and the Python search (the paper's,
         kept as the reference) does not implement them; off, the native search is the paper's
         exactly.

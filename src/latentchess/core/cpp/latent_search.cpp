@@ -499,9 +499,8 @@ LatentSearchResult LatentSearch::search(const Position& root, const std::vector<
     double last_time = 0.0;
     long long last_nodes = 0, previous_nodes = 0;
     const bool partial = config_.partial && !config_.beam;
-    abort_at_s_ = partial && limits.soft_deadline_s >= 0 ? limits.soft_deadline_s : limits.deadline_s;
-    if (abort_at_s_ >= 0 && limits.deadline_s >= 0) abort_at_s_ = std::min(abort_at_s_, limits.deadline_s);
     for (int depth = limits.iterate ? 1 : limits.depth; depth <= limits.depth; ++depth) {
+        abort_at_s_ = limits.deadline_s;
         if (have_best) {
             const double now = elapsed();
             if (limits.soft_deadline_s >= 0 && now >= limits.soft_deadline_s) break;
@@ -509,7 +508,11 @@ LatentSearchResult LatentSearch::search(const Position& root, const std::vector<
                 previous_nodes > 0
                     ? std::clamp(static_cast<double>(last_nodes) / static_cast<double>(previous_nodes), 1.5, 8.0)
                     : 3.0;
-            if (!partial && limits.deadline_s >= 0 && now + last_time * growth > limits.deadline_s) break;
+            if (limits.deadline_s >= 0 && now + last_time * growth > limits.deadline_s) {
+                if (!partial) break;
+                // Not predicted to finish in time: searched anyway, up to the soft deadline.
+                if (limits.soft_deadline_s >= 0) abort_at_s_ = std::min(limits.soft_deadline_s, limits.deadline_s);
+            }
         }
         position_.emplace(root);
         reset_scorer();

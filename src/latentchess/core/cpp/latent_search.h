@@ -44,10 +44,11 @@
 //      move is done is kept: its best move is the best of the root moves it finished (each
 //      finished value is exact or a bound that cannot beat the best, as in a full iteration; a
 //      move that beat the first did so at the new depth). Its result says `partial` and its
-//      depth is the stopped iteration's. With it an iteration starts whenever the soft deadline
-//      has not passed (no prediction of its length) and stops at the soft deadline (the hard
-//      one when there is none), so a search spends about its soft budget instead of ending
-//      early when the next iteration would not finish.
+//      depth is the stopped iteration's. And an iteration that is not predicted to finish by
+//      the hard deadline (which ends the search without `partial`) starts all the same while
+//      the soft deadline has not passed, and is stopped at the soft deadline (the hard one
+//      when there is none): the search spends its budget instead of ending early. Iterations
+//      predicted to finish run as without it.
 //  * A leaf evaluator (the decomposition's instrument, off by default): with one, every score the
 //    search reads (children's order, top-k, leaves, the quiescence stand pat) is the evaluator's
 //    centipawns (the alpha-beta slot's Evaluator: hce, pesto, nnue) mapped to White's W - L by a
