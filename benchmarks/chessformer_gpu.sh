@@ -8,7 +8,10 @@
 # machine's positions/s for CONFIG, so the main run's cosine schedule ends inside MINUTES (steps =
 # rate x time / batch) instead of being cut off half-way. Then `eval-human` scores OUT/main/model
 # on the games after the training games (EVAL_PGN, SKIP_GAMES, EVAL_GAMES).
-# Knobs: BATCH (1024), LR (1e-3), DEVICE (cuda), LC (how to run latentchess; default `python3 -m latentchess`).
+# Knobs: BATCH (1024), LR (1e-3), DEVICE (cuda), LOADER_WORKERS (4: processes that make the
+# batches while the GPU trains), LC (how to run latentchess; default `python3 -m latentchess`).
+# Pretraining then fine-tuning is two calls: the first on engine moves (a CSV or .npz of them),
+# the second on rated games with `--init-from OUT1/main/model` as an extra argument.
 set -euo pipefail
 data=$1 out=$2 config=$3 minutes=$4
 shift 4
@@ -19,7 +22,8 @@ mkdir -p "$out"
 
 $lc train chessformer --data "$data" --out "$out/probe" --model-config "$config" \
     --batch-size "$batch" --lr "$lr" --steps 1000000 --max-minutes 0.4 --eval-every 0 \
-    --final-positions 512 --log-every 20 --device "${DEVICE:-cuda}" --no-progress "$@" >"$out/probe.log" 2>&1
+    --final-positions 512 --log-every 20 --device "${DEVICE:-cuda}" --no-progress \
+    --loader-workers "${LOADER_WORKERS:-4}" "$@" >"$out/probe.log" 2>&1
 rate=$(python3 -c '
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if "positions_per_s" in l]
@@ -31,7 +35,7 @@ $lc train chessformer --data "$data" --out "$out/main" --model-config "$config" 
     --batch-size "$batch" --lr "$lr" --steps "$steps" --warmup $((steps / 20)) \
     --max-minutes "$(python3 -c "print($minutes * 1.3)")" --eval-every $((steps / 4)) \
     --eval-positions 8192 --checkpoint-every 1000 --log-every 100 --device "${DEVICE:-cuda}" --no-progress \
-    "$@" 2>&1 | tee "$out/main.log" | grep -v '"kind": "train"' || true
+    --loader-workers "${LOADER_WORKERS:-4}" "$@" 2>&1 | tee "$out/main.log" | grep -v '"kind": "train"' || true
 if [[ -n "${EVAL_PGN:-}" ]]; then
     $lc eval-human "$EVAL_PGN" --model "$out/main/model" --skip-games "${SKIP_GAMES:-0}" \
         --max-games "${EVAL_GAMES:-2000}" --device "${DEVICE:-cuda}" --no-progress \

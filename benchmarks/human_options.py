@@ -18,7 +18,8 @@ Runs (``--steps`` S, default 1200):
 
 ``--max-games N`` trains on the corpus's first N games only (runs named ``...-gN``; the pretrained
 model is shared with the full-corpus runs of the same steps): the regime where a small model makes
-several passes over its data, as the shipped model does over the whole corpus.
+several passes over its data, as the shipped model does over the whole corpus. ``--model-config``
+trains another size than ``cf-nano`` (runs named ``...-NAME``).
 
     .venv/bin/python benchmarks/human_options.py --shared ../shared \
         --out runs/human_options --results benchmarks/results/human_options
@@ -66,6 +67,7 @@ def main() -> int:
     p.add_argument("--engine-rows", type=int, default=200_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-games", type=int, default=None, help="train on the first N games")
+    p.add_argument("--model-config", default="cf-nano", help="the Chessformer size (runs -NAME)")
     p.add_argument("--only", nargs="*", default=None, help="run only these runs")
     args = p.parse_args()
     out, results = args.out, args.results
@@ -81,7 +83,7 @@ def main() -> int:
     started = time.process_time()
     if not rated.exists():
         read_pgn_moves(corpus, progress=True, max_games=args.max_games).save(rated)
-        cpu["parse_rated"] = time.process_time() - started
+        cpu[f"parse_rated{games}"] = time.process_time() - started
     chosen = args.only if args.only is not None else RUNS
     if not engine.exists() and {"pretrain", "mix"} & set(chosen):
         started = time.process_time()
@@ -89,13 +91,15 @@ def main() -> int:
         read_csv_moves(tcec, max_rows=args.engine_rows).save(engine)
         cpu["parse_engine"] = time.process_time() - started
 
-    common = ["--model-config", "cf-nano", "--batch-size", str(args.batch_size), "--lr", "1e-3"]
+    common = ["--model-config", args.model_config, "--batch-size", str(args.batch_size)]
+    common += ["--lr", "1e-3"]
     common += ["--threads", "1", "--device", "cpu", "--eval-every", "0", "--no-progress"]
     common += ["--final-positions", "2048", "--checkpoint-every", "400", "--log-every", "100"]
     common += ["--seed", str(args.seed)]
     s = args.steps
     # runs of other lengths than the default are named by it: rated-600, finetune-600, ...
     suffix = (f"-{s}" if s != DEFAULT_STEPS else "") + (f"-s{args.seed}" if args.seed else "")
+    suffix += f"-{args.model_config}" if args.model_config != "cf-nano" else ""
     pretrained = out / f"pretrain{suffix}" / "model"  # shared by every --max-games
     suffix += games
     runs: dict[str, list[str]] = {
@@ -114,7 +118,7 @@ def main() -> int:
         run_dir = pretrained.parent if name == "pretrain" else out / f"{name}{suffix}"
         if not (run_dir / "model" / "config.json").exists():
             argv = ["train", "chessformer", *runs[name], "--out", str(run_dir), *common]
-            cpu[f"train_{name}{suffix}"] = _run(argv, out / f"{name}{suffix}.log")
+            cpu[f"train_{run_dir.name}"] = _run(argv, out / f"{run_dir.name}.log")
         if name in evaluated:
             continue
         every = name in ("rated", "time-control") and not suffix
@@ -143,18 +147,18 @@ def main() -> int:
         "time-control input vs none": ("rated", "time-control"),
         "time-control input vs none, every speed": ("rated-any", "time-control-any"),
     }
-    if suffix not in ("", "-600"):  # this invocation's own runs against its rated baseline
-        scale = f"{s} steps" + (f", {args.max_games} games" if games else "")
+    # every other scale's runs (steps, seed, size, games: the name's suffix) against its baseline
+    for found in sorted(results.glob("rated-*.json*")):
+        other = found.name.split(".json")[0].removeprefix("rated")
+        if other in ("-600", "-any"):
+            continue
         for name, what in (
             ("finetune", "pretrain then fine-tune"),
             ("mix", "engine data mixed in"),
             ("mirror", "mirror 0.5"),
             ("time-control", "time-control input"),
         ):
-            pairs[f"{what} vs rated games ({scale})"] = (
-                f"rated{suffix}",
-                f"{name}{suffix}",
-            )
+            pairs[f"{what} vs rated games (runs *{other})"] = (f"rated{other}", f"{name}{other}")
     summary = {}
     for label, (a, b) in pairs.items():
         paths = [find_text(results / f"{x}.json") for x in (a, b)]
