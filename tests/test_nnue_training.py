@@ -34,6 +34,7 @@ from latentchess.nnue.model import (
     output_bucket,
     quantise,
     quantised_forward,
+    widen_accumulator,
 )
 from latentchess.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
 from latentchess.training.curves import read_metrics
@@ -226,6 +227,42 @@ def test_king_buckets_start_as_the_plain_network_and_move_apart_by_king_square()
         assert torch.allclose(nine(*nine_in), king(*new_in), atol=1e-4)
     with pytest.raises(LatentChessError, match="do not each lie inside"):
         expand_king_buckets(nine, "KA")  # KA's e-h first rank holds two of KA9's buckets
+
+
+def test_a_wider_accumulator_starts_as_the_narrow_network_and_then_learns() -> None:
+    torch.manual_seed(5)
+    narrow = Nnue(NnueConfig(feature_set="ALL", l1=16, l2=4, psqt=True, output_buckets=2))
+    with torch.no_grad():
+        narrow.out.weight.mul_(20.0)
+    boards = [
+        chess.Board(),
+        chess.Board("r1bq1rk1/pppp1ppp/2n2n2/2b1p3/2B1P3/2NP1N2/PPP2PPP/R1BQ1RK1 b - - 0 7"),
+    ]
+    feats = [position_features(b, narrow.cfg.features) for b in boards]
+    stm = np.array([0 if b.turn else 1 for b in boards])
+    inputs = [
+        torch.from_numpy(
+            np.stack([np.pad(f[side], (0, 32 - len(f[side])), constant_values=768) for f in feats])
+        )
+        for side in (0, 1)
+    ]
+    wide = widen_accumulator(narrow, 24)
+    target = NnueConfig(feature_set="ALL", l1=24, l2=4, psqt=True, output_buckets=2)
+    assert wide.cfg == target and expand_network(narrow, target).cfg == target
+    with torch.no_grad():
+        assert torch.allclose(
+            wide(*inputs, torch.tensor(stm)), narrow(*inputs, torch.tensor(stm)), atol=1e-5
+        )
+    white, black = [f[0] for f in feats], [f[1] for f in feats]
+    assert (
+        quantised_forward(quantise(wide), white, black, stm)
+        == quantised_forward(quantise(narrow), white, black, stm)
+    ).all()
+    # the new units' second-layer weights get a gradient at once, their columns one step later
+    wide(*inputs, torch.tensor(stm)).sum().backward()
+    assert wide.l2.weight.grad is not None and wide.l2.weight.grad[:, 16:24].abs().sum() > 0
+    with pytest.raises(LatentChessError, match="more units"):
+        widen_accumulator(wide, 16)
 
 
 def test_a_plain_network_fine_tunes_into_a_bucketed_one(tmp_path: Path) -> None:

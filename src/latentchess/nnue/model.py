@@ -379,9 +379,40 @@ def add_threat_block(plain: Nnue, block: str = "TNK") -> Nnue:
     return net
 
 
+@torch.no_grad()
+def widen_accumulator(plain: Nnue, l1: int, *, seed: int = 0) -> Nnue:
+    """``plain`` with ``l1`` accumulator units per perspective instead of its own: the same
+    function (net2wider).
+
+    The old units keep their weights; each new unit gets a freshly initialised feature-transformer
+    column (as a new network's) and zero second-layer weights, so it changes no output until
+    training gives it some: the start of a wider fine-tune at the same budget.
+    """
+    old = plain.cfg.l1
+    if l1 <= old:
+        raise LatentChessError(f"widen_accumulator grows L1 ({old}) to more units, not to {l1}")
+    cfg = NnueConfig(**{**plain.cfg.to_dict(), "l1": l1})
+    with torch.random.fork_rng(devices=[]):  # the caller's random stream is left as it was
+        torch.manual_seed(seed)
+        net = Nnue(cfg)
+    state = {k: v.clone() for k, v in net.state_dict().items()}
+    ours = plain.state_dict()
+    state["ft.weight"][:, :old] = ours["ft.weight"]
+    state["ft_bias"][:old] = ours["ft_bias"]
+    weight = torch.zeros_like(state["l2.weight"])  # (buckets * L2, 2 * l1): [mover | other]
+    weight[:, :old] = ours["l2.weight"][:, :old]
+    weight[:, l1 : l1 + old] = ours["l2.weight"][:, old:]
+    state["l2.weight"] = weight
+    for name in ("l2.bias", "out.weight", "out.bias", "psqt.weight"):
+        if name in ours:
+            state[name] = ours[name].clone()
+    net.load_state_dict(state)
+    return net
+
+
 def expand_network(start: Nnue, cfg: NnueConfig) -> Nnue:
-    """``start`` grown to ``cfg`` by king and output buckets and a zero threat block, computing
-    the same function.
+    """``start`` grown to ``cfg`` by king and output buckets, a zero threat block and a wider
+    accumulator, computing the same function.
 
     Raises :class:`LatentChessError` when ``cfg`` differs from ``start`` in anything else.
     """
@@ -395,6 +426,8 @@ def expand_network(start: Nnue, cfg: NnueConfig) -> Nnue:
     threats = cfg.features.threats
     if threats is not None and net.cfg.features.threats is None:
         net = add_threat_block(net, threats)
+    if cfg.l1 > net.cfg.l1:
+        net = widen_accumulator(net, cfg.l1)
     if net.cfg != cfg:
         raise LatentChessError(f"a network of shape {start.cfg} cannot start one of shape {cfg}")
     return net
