@@ -88,6 +88,7 @@ def main() -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--positions", type=int, default=None, help="only the first N (a quick check)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     pgn = args.shared / "testsuites" / "lichess_2021-10_sample.pgn"
@@ -98,7 +99,7 @@ def main() -> int:
     protocol = HumanProtocol()
     keep, counts = protocol_mask(data, protocol, read_game_headers(pgn), training_players([corpus]))
     rows = select_rows(data, "all", 0.05)
-    rows = rows[keep[rows]]
+    rows = rows[keep[rows]][: args.positions]
     eligible = mirror_eligible(data, rows, cfg.history)
     variants = ["plain", "mirror"] + [f"rating{d:+d}" for d in SHIFTS]
     hits = {name: np.zeros(len(rows), dtype=bool) for name in variants}
@@ -116,7 +117,9 @@ def main() -> int:
         answer = data.move[chunk]
         plain = _log_policy(model, features, *inputs)
         hits["plain"][part] = _top1(plain, legal, answer)
-        mirrored = _log_policy(model, features[:, np.arange(64) ^ 7], *inputs)[:, mirror_back]
+        # the mirror's policy in its own frame (its legal moves are the mirrored ones), then back
+        flipped = (mine, theirs, legal[:, mirror_back])
+        mirrored = _log_policy(model, features[:, np.arange(64) ^ 7], *flipped)[:, mirror_back]
         flip = torch.from_numpy(eligible[part])[:, None]
         hits["mirror"][part] = _top1(
             torch.where(flip, (plain + mirrored) / 2, plain), legal, answer
