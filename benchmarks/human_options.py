@@ -143,6 +143,10 @@ def main() -> int:
         "pretrain then fine-tune vs rated games, equal total steps": ("rated", "finetune-600"),
         "twice the steps on rated games": ("rated-600", "rated"),
         "engine data mixed in (0.5 decaying) vs rated games": ("rated", "mix"),
+        "engine data mixed in vs pretrain then fine-tune, equal total steps": (
+            "finetune-600",
+            "mix",
+        ),
         "mirror 0.5 vs none": ("rated", "mirror"),
         "time-control input vs none": ("rated", "time-control"),
         "time-control input vs none, every speed": ("rated-any", "time-control-any"),
