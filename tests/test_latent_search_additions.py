@@ -221,9 +221,40 @@ def test_partial_spends_the_soft_budget(model) -> None:  # type: ignore[no-untyp
     assert reached[True] >= reached[False]
 
 
+def test_reduce_searches_late_quiet_moves_shallower(encoder) -> None:  # type: ignore[no-untyped-def]
+    """Reductions prune: fewer positions at the same depth in total, a legal best move and a
+    principal variation of legal moves; below 3 plies there is nothing to reduce."""
+    fewer = total_full = total_reduced = 0
+    for board in _boards(10, seed=21):
+        position = native.Position(board.fen())
+        full = native.LatentSearch(encoder, width=4, qs=True).search(position, [], 5)
+        cut = native.LatentSearch(encoder, width=4, qs=True, reduce=True).search(position, [], 5)
+        total_full += full["nodes"]
+        total_reduced += cut["nodes"]
+        fewer += cut["nodes"] < full["nodes"]
+        replay = board.copy()
+        for uci in cut["pv"]:
+            move = chess.Move.from_uci(uci)
+            assert move in replay.legal_moves
+            replay.push(move)
+        shallow = [
+            native.LatentSearch(encoder, width=4, qs=True, reduce=r).search(position, [], 2)
+            for r in (False, True)
+        ]
+        assert (shallow[0]["move"], shallow[0]["value"], shallow[0]["nodes"]) == (
+            shallow[1]["move"],
+            shallow[1]["value"],
+            shallow[1]["nodes"],
+        )
+    assert fewer >= 6 and total_reduced < total_full
+
+
 def test_switches_from_specs_uci_and_the_model(model: LatentModel) -> None:
-    engine = LatentEngine.from_options(model, qs="1", revise="0")
-    assert (engine.config.qs, engine.config.revise) == (True, False)
+    engine = LatentEngine.from_options(model, qs="1", revise="0", reduce="1")
+    assert (engine.config.qs, engine.config.revise, engine.config.reduce) == (True, False, True)
+    assert engine.searcher._search is not None and "Reduce" in {
+        o.option.name for o in engine.options()
+    }
     assert engine.searcher.config.qs
     names = {o.option.name: o for o in engine.options()}
     assert names["QS"].option.type == "check" and names["Revise"].key == "revise"

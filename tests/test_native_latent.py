@@ -436,7 +436,7 @@ def test_a_core_older_than_the_sources_says_to_rebuild_it(
         create_engine("latent:native=true")
     message = str(caught.value)
     assert "native core is older than the Python sources" in message
-    assert "qs, revise" in message and "make setup" in message
+    assert "no option partial, qs, reduce, revise;" in message and "make setup" in message
     assert "scripts/build_native.sh" in message
     latent = Player.from_spec("latent:native=true", parse_limit("depth=1"))
     rand = Player.from_spec("random", parse_limit("depth=1"))

@@ -229,6 +229,7 @@ _DECLARABLE = (
     "qs",
     "revise",
     "partial",
+    "reduce",
 )
 """The :class:`SearchConfig` fields a model may declare (the cache size is the user's ``Hash``;
 the draw score comes from the model's calibration)."""
@@ -537,7 +538,8 @@ class LatentEngine(Engine):
 
     def options(self) -> list[EngineOption]:
         """``Model``, ``Precision``, ``Depth``, ``Width``, ``Mode``, ``QS``, ``Revise``,
-        ``Partial``, ``Native``, ``Threads``, ``Hash``, ``Move Overhead``, ``Clear Hash``."""
+        ``Partial``, ``Reduce``, ``Native``, ``Threads``, ``Hash``, ``Move Overhead``,
+        ``Clear Hash``."""
         c = self.config
         hash_mb = self._hash_mb or max(1, c.cache_size * BYTES_PER_CACHE_ENTRY // 1_000_000)
         model = self._model_path
@@ -563,6 +565,12 @@ class LatentEngine(Engine):
                 c.partial,
                 lambda v: self._choose(partial=_coerce("partial", v, bool)),
                 "partial",
+            ),
+            check(
+                "Reduce",
+                c.reduce,
+                lambda v: self._choose(reduce=_coerce("reduce", v, bool)),
+                "reduce",
             ),
             combo("Native", self._native, NATIVE_CHOICES, self._set_native, "native"),
             spin(

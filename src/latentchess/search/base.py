@@ -70,9 +70,12 @@ class SearchConfig:
             soft deadline has not passed, and stops at it. Without it such an iteration is not
             started and a stopped one is discarded (the paper's search), which ends searches
             under a fixed time per move after a third of it.
-        ``qs``, ``revise`` and ``partial`` are minimax-only and the Python search (the paper's,
-        kept as the reference) does not implement them; off, the native search is the paper's
-        exactly.
+        reduce: late-move reductions (native core only): with 3 or more plies left, an expanded
+            quiet move after the first two that gives no check is searched a ply shallower
+            first, and at full depth only if that value would be the node's new best.
+        ``qs``, ``revise``, ``partial`` and ``reduce`` are minimax-only and the Python search
+        (the paper's, kept as the reference) does not implement them; off, the native search is
+        the paper's exactly.
         eval: what scores the positions: ``"latent"`` (the model's axis: the latent planner) or
             an alpha-beta evaluator (``nnue``, ``hce``, ``pesto`` or an NNUE directory) whose
             centipawns a WDL model maps to White's W - L (native core only). Not a latent planner
@@ -90,6 +93,7 @@ class SearchConfig:
     qs: bool = False
     revise: bool = False
     partial: bool = False
+    reduce: bool = False
     eval: str = "latent"
 
     def __post_init__(self) -> None:

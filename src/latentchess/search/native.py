@@ -188,6 +188,7 @@ class NativeSearcher:
             qs=self.config.qs,
             revise=self.config.revise,
             partial=self.config.partial,
+            reduce=self.config.reduce,
             **leaf_evaluator(self.config.eval),
         )
 

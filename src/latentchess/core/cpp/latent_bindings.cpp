@@ -256,9 +256,10 @@ class PyLatentSearch {
   public:
     PyLatentSearch(const PyLatentEncoder& encoder, const std::string& mode, int width, bool alpha_beta,
                    bool leaf_cutoffs, double draw_score, bool qs, bool revise, const std::string& evaluator,
-                   const std::vector<double>& wdl_a, const std::vector<double>& wdl_b, bool partial)
+                   const std::vector<double>& wdl_a, const std::vector<double>& wdl_b, bool partial,
+                   bool reduce)
         : search_(encoder.network(),
-                  make_config(mode, width, alpha_beta, leaf_cutoffs, draw_score, qs, revise, partial),
+                  make_config(mode, width, alpha_beta, leaf_cutoffs, draw_score, qs, revise, partial, reduce),
                   evaluator.empty() ? nullptr : make_evaluator(evaluator), LatentWdlModel{wdl_a, wdl_b}) {}
 
     py::dict search(const Position& position, const std::vector<std::uint64_t>& history_keys, int depth,
@@ -325,7 +326,7 @@ class PyLatentSearch {
   private:
     static LatentSearchConfig make_config(const std::string& mode, int width, bool alpha_beta,
                                           bool leaf_cutoffs, double draw_score, bool qs, bool revise,
-                                          bool partial) {
+                                          bool partial, bool reduce) {
         if (mode != "minimax" && mode != "beam")
             throw std::invalid_argument("unknown latent search mode '" + mode + "'");
         LatentSearchConfig config;
@@ -337,6 +338,7 @@ class PyLatentSearch {
         config.qs = qs;
         config.revise = revise;
         config.partial = partial;
+        config.reduce = reduce;
         return config;
     }
 
@@ -402,11 +404,11 @@ void bind_latent(py::module_& module) {
 
     py::class_<PyLatentSearch>(module, "LatentSearch", "The SOLIS latent search (see latent_search.h).")
         .def(py::init<const PyLatentEncoder&, const std::string&, int, bool, bool, double, bool, bool,
-                      const std::string&, const std::vector<double>&, const std::vector<double>&, bool>(),
+                      const std::string&, const std::vector<double>&, const std::vector<double>&, bool, bool>(),
              py::arg("encoder"), py::arg("mode") = "minimax", py::arg("width") = 3, py::arg("alpha_beta") = true,
              py::arg("leaf_cutoffs") = true, py::arg("draw_score") = 0.0, py::arg("qs") = false,
              py::arg("revise") = false, py::arg("evaluator") = "", py::arg("wdl_a") = std::vector<double>{},
-             py::arg("wdl_b") = std::vector<double>{}, py::arg("partial") = false,
+             py::arg("wdl_b") = std::vector<double>{}, py::arg("partial") = false, py::arg("reduce") = false,
              "evaluator: '' (the encoder's axis scores the leaves) or an alpha-beta evaluator name (hce, "
              "pesto, nnue:PATH) whose centipawns wdl_a/wdl_b (latentchess.wdl.WdlModel) map to W - L.")
         .def("search", &PyLatentSearch::search, py::arg("position"), py::arg("history_keys"), py::arg("depth"),

@@ -328,15 +328,24 @@ double LatentSearch::minimax(int ply, int depth, double alpha, double beta, std:
     double best = white ? -kInfinity : kInfinity;
     const double window = white ? alpha : beta;
     std::vector<Move> line;
-    for (const Child& child : children) {
+    for (std::size_t n = 0; n < children.size(); ++n) {
+        const Child& child = children[n];
         double value;
         line.clear();
         if (child.terminal) {
             value = child.value;
         } else {
+            // reduce: a quiet move after the first two is searched a ply shallower first, and
+            // again at full depth only if that shallower value would be the new best.
+            const bool quiet = !is_capture(*position_, child.move) && child.move.promotion() == NoPieceType;
             do_move(child.move);
             path_.push_back(child.key);
-            value = minimax(ply + 1, depth - 1, alpha, beta, line);
+            const bool reduced = config_.reduce && quiet && depth >= 3 && n >= 2 && !position_->in_check();
+            value = minimax(ply + 1, depth - (reduced ? 2 : 1), alpha, beta, line);
+            if (reduced && (white ? value > best && value > alpha : value < best && value < beta)) {
+                line.clear();
+                value = minimax(ply + 1, depth - 1, alpha, beta, line);
+            }
             path_.pop_back();
             undo_move();
         }

@@ -49,6 +49,12 @@
 //      the soft deadline has not passed, and is stopped at the soft deadline (the hard one
 //      when there is none): the search spends its budget instead of ending early. Iterations
 //      predicted to finish run as without it.
+//    - `reduce` (late-move reductions): at a node with at least 3 plies left, an expanded child
+//      after the first two (in score order, the move hint first) that is not a capture or a
+//      promotion and does not give check is searched with one ply less; only if that value
+//      would be the node's new best (and inside its window) is it searched again at full depth,
+//      and that value counts. The first two children, tactical moves and checks are never
+//      reduced; a reduction can only miss a move whose shallower value looked worse.
 //  * A leaf evaluator (the decomposition's instrument, off by default): with one, every score the
 //    search reads (children's order, top-k, leaves, the quiescence stand pat) is the evaluator's
 //    centipawns (the alpha-beta slot's Evaluator: hce, pesto, nnue) mapped to White's W - L by a
@@ -87,6 +93,7 @@ struct LatentSearchConfig {
     double revise_margin = 0.05;  // how far below the last iteration's value counts as a fail-low
     int revise_factor = 2;        // root and ply-1 width multiplier of the re-search
     bool partial = false;         // keep what a stopped iteration found; stop at the soft deadline
+    bool reduce = false;          // late quiet moves searched a ply shallower first
 };
 
 // The WDL model of an evaluator's centipawns (latentchess.wdl.WdlModel, Stockfish 16's form):
