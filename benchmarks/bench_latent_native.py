@@ -47,18 +47,11 @@ from latentchess.core import _native as native
 from latentchess.models import LatentModel, load_model
 from latentchess.models.config import SparseEncoderConfig, encoder_config_from_dict
 from latentchess.models.sparse_encoder import SparseEncoder
-from latentchess.provenance import git_commit
+from latentchess.provenance import git_commit, repo_relative
 from latentchess.search import SearchConfig, Searcher
 from latentchess.search.native import NativeScorer, NativeSearcher, native_encoder
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latent_native"
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _repo_relative(path: object) -> str:
-    """A path as results record it: relative to the repository when it lies inside it."""
-    resolved = Path(str(path)).resolve()
-    return str(resolved.relative_to(REPO)) if resolved.is_relative_to(REPO) else str(resolved)
 
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -159,7 +152,7 @@ def embeddings(model: LatentModel, encoder: Any, args: argparse.Namespace) -> di
     out["sparse"] = sparse
     gab = load_model(None, precision="int8", threads=1)
     out["gab_int8"] = {
-        "model": _repo_relative(gab.path),
+        "model": repo_relative(str(gab.path)),
         "config": gab.config.name,
         **_torch_rates(gab, boards),
     }

@@ -42,7 +42,7 @@ from latentchess.evaluation.human import (
 )
 from latentchess.models.chessformer_human import select_rows
 from latentchess.models.chessformer_io import ChessformerModel
-from latentchess.provenance import git_commit
+from latentchess.provenance import git_commit, repo_relative
 from latentchess.squares import POLICY_SIZE
 from latentchess.training.objectives.chessformer import MIRROR_POLICY, mirror_eligible
 
@@ -138,7 +138,7 @@ def main() -> int:
     elos = data.self_elo[rows]
     base = _per_game(hits["plain"], games)
     result: dict[str, Any] = {
-        "model": str(model.directory),
+        "model": repo_relative(model.directory),
         "protocol": protocol.to_dict(),
         "filters": counts,
         "positions": len(rows),

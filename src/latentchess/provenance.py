@@ -13,13 +13,19 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["REPO_ROOT", "git_commit", "note_model", "recording_models"]
+__all__ = ["REPO_ROOT", "git_commit", "note_model", "recording_models", "repo_relative"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """The checkout this package runs from (``src/latentchess`` -> repository root)."""
 
 
 @functools.cache
+def repo_relative(path: str | Path) -> str:
+    """A path as results record it: relative to the repository when it lies inside it."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(path)
+
+
 def git_commit() -> str | None:
     """The checkout's HEAD commit, or ``None`` outside a git checkout (e.g. a wheel install)."""
     try:

@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from latentchess.data.moves import lichess_speed
 from latentchess.errors import DataFormatError, LatentChessError
+from latentchess.provenance import repo_relative
 from latentchess.textfiles import find_text, open_text, read_text
 
 __all__ = [
@@ -664,7 +665,7 @@ def evaluate_human(
         positions=len(rows),
         by_band=by_band,
         games=len(np.unique(data.game[rows])),
-        model=_repo_relative(path),
+        model=repo_relative(path),
         seconds=time.monotonic() - started,
         extra={
             "ci95": table["all"].get("ci95"),
@@ -683,14 +684,6 @@ def evaluate_human(
             "per_game": per_game,
         },
     )
-
-
-def _repo_relative(path: str | Path) -> str:
-    """A path as results record it: relative to the repository when it lies inside it."""
-    from latentchess.provenance import REPO_ROOT
-
-    resolved = Path(path).resolve()
-    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(path)
 
 
 def write_json(result: HumanEval, path: str | Path) -> None:

@@ -361,13 +361,9 @@ class ChessformerObjective(Objective):
         return self._to_device(self._arrays(self.data, rows, None))
 
     def _to_device(self, arrays: dict[str, Any]) -> dict[str, Tensor]:
+        """A batch's arrays (NumPy, or tensors from the prefetcher) on the run's device."""
         device = self.ctx.device
-        return {
-            k: torch.as_tensor(np.ascontiguousarray(v) if isinstance(v, np.ndarray) else v).to(
-                device, non_blocking=True
-            )
-            for k, v in arrays.items()
-        }
+        return {k: torch.as_tensor(v).to(device, non_blocking=True) for k, v in arrays.items()}
 
     def _losses(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         speed = batch["speed"] if self.cfg.model.time_control else None
