@@ -10,7 +10,8 @@ Networks (written under ``runs/threats-bench``, never committed): the shipped ne
 ``T`` block whose weights are all zero (:func:`latentchess.nnue.model.add_threat_block`, lean
 files). The zero blocks leave every evaluation as v5's, so ``ab`` searches identical trees (checked
 here: the nodes and the best move of every position) and every difference in speed is the threat
-block's cost: its incremental updates and the wider feature table.
+block's cost: its incremental updates and the wider feature table. ``--network NAME=DIR`` adds
+trained networks (e.g. the L1 grid's), measured the same way (their trees differ from v5's).
 
 Measured in one run, one thread:
 
@@ -62,7 +63,16 @@ def _positions(count: int, seed: int) -> list[chess.Board]:
     return out
 
 
-def _networks(work: Path) -> dict[str, Path]:
+def _named_network(text: str) -> tuple[str, Path]:
+    name, sep, path = text.partition("=")
+    if not sep or not name or not (Path(path) / "model.safetensors").is_file():
+        raise argparse.ArgumentTypeError(
+            f"--network wants NAME=DIR with DIR/model.safetensors, got {text!r}"
+        )
+    return name, Path(path)
+
+
+def _networks(work: Path, extra: list[tuple[str, Path]]) -> dict[str, Path]:
     shipped = default_nnue_path()
     model = load_nnue(shipped)
     out = {"v5": shipped}
@@ -71,6 +81,10 @@ def _networks(work: Path) -> dict[str, Path]:
         grown = add_threat_block(model.network, block)
         note = {"note": f"v5 plus a zero {block} block (speed baseline)"}
         out[f"v5+{block}"] = save_nnue(work / f"v5-{block}", grown, note, lean=True)
+    for name, path in extra:
+        if name in out:
+            raise SystemExit(f"--network {name}: that name is taken by a baseline network")
+        out[name] = path
     return out
 
 
@@ -149,8 +163,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "threats-bench")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "threats")
+    parser.add_argument(
+        "--network", type=_named_network, action="append", default=[], metavar="NAME=DIR"
+    )
     args = parser.parse_args()
-    nets = _networks(args.work)
+    nets = _networks(args.work, args.network)
     began = time.perf_counter()
     search = _search_speed(nets, _positions(args.positions, seed=3), args.nodes)
     update = _update_cost(nets, args.games, 80, args.repeats)
