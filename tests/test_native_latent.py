@@ -23,6 +23,7 @@ import chess
 import chess.pgn
 import numpy as np
 import pytest
+import torch
 
 from latent_fixtures import random_sparse_model
 from latentchess.core import _native as native
@@ -174,6 +175,53 @@ def test_children_in_python_chess_order_incremental_equals_refresh(
         children.append(child.fen())
     _, scores = encoder.score_children(native.Position(board.fen()))
     assert np.abs(scores - model.score(children)).max() < SCORE_TOLERANCE
+
+
+def _threat_model(largest: float) -> LatentModel:
+    """A random ``KA9+TNK`` model whose threat rows reach ``largest`` in absolute value."""
+    model = random_sparse_model(
+        SparseEncoderConfig(
+            name="sparse-threats-test", feature_set="KA9+TNK", l1=64, hidden=16, dim=16
+        ),
+        seed=3,
+    )
+    ft = model.encoder.ft.weight
+    start = model.encoder.feature_set.offsets[-1]
+    with torch.no_grad():
+        rows = ft[start:-1]
+        rows.mul_(largest / float(rows.abs().max()))
+    return model
+
+
+def test_a_threat_block_encoder_equals_pytorch_and_updates_incrementally() -> None:
+    model = _threat_model(0.06)
+    encoder = native_encoder(model)
+    assert encoder.feature_set == "KA9+TNK"
+    assert encoder.accumulator_scale == 256  # 256 pairs a perspective enter the int16 bound
+    boards = _playout_boards(20, seed=21, max_plies=160)
+    fens = []
+    for board in boards:
+        replay = chess.Board()
+        for move in board.move_stack:
+            replay.push(move)
+            fens.append(replay.fen())
+        moves = [
+            m.from_square | m.to_square << 6 | (m.promotion or 0) << 12 for m in board.move_stack
+        ]
+        line = encoder.line_scores(native.Position(chess.STARTING_FEN), moves)
+        assert np.array_equal(line["incremental"], line["refresh"])
+        assert np.array_equal(line["undone"], line["refresh"][-2::-1])
+    difference = np.abs(model.score(fens) - encoder.score_fens(fens))
+    assert difference.max() < SCORE_TOLERANCE * 1024 / encoder.accumulator_scale, difference.max()
+    # the threat rows are read: the same model with a zero threat block scores otherwise
+    without = native_encoder(_threat_model(0.0))
+    assert not np.array_equal(without.score_fens(fens[:50]), encoder.score_fens(fens[:50]))
+
+
+def test_threat_weights_beyond_the_int8_rows_are_refused() -> None:
+    assert native_encoder(_threat_model(0.9)).accumulator_scale == 127
+    with pytest.raises(ValueError, match="threat-block weight"):
+        native_encoder(_threat_model(1.5))
 
 
 def test_loads_from_a_model_directory_and_refuses_bad_files(

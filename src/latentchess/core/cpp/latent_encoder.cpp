@@ -33,12 +33,21 @@ int most_active_features(const FeatureSet& features) {
     int total = 0;
     for (const FeatureBlock block : features.blocks) {
         const bool mobility = block == FeatureBlock::MB || block == FeatureBlock::MC;
-        total += mobility ? feature_block_size(block) : 32;
+        // A threat block: a piece attacks at most 8 others (one per ray, or its 8 fixed targets).
+        if (is_threat_block(block)) total += std::min(32 * 8, feature_block_size(block));
+        else total += mobility ? feature_block_size(block) : 32;
     }
     return std::min(total, features.size);
 }
 
-// The largest of 1024, 512, 256 whose accumulators provably fit int16, else 127.
+// The first row of the set's threat block (its last block), the set's size without one.
+int threat_rows_start(const FeatureSet& features) {
+    return !features.blocks.empty() && is_threat_block(features.blocks.back()) ? features.offsets.back()
+                                                                               : features.size;
+}
+
+// The largest of 1024, 512, 256 whose accumulators provably fit int16 (and a threat block's rows
+// int8), else 127.
 int automatic_scale(const LatentWeights& weights, const FeatureSet& features) {
     const auto n = static_cast<std::size_t>(features.size), width = static_cast<std::size_t>(weights.l1);
     const auto most = static_cast<std::size_t>(most_active_features(features));
@@ -53,9 +62,15 @@ int automatic_scale(const LatentWeights& weights, const FeatureSet& features) {
         for (std::size_t k = 0; k < most; ++k) sum += column[k];
         bound = std::max(bound, sum);
     }
+    // A threat block's rows are int8 (nnue.h): their largest |weight| must round into 127.
+    double largest_threat = 0.0;
+    for (std::size_t i = static_cast<std::size_t>(threat_rows_start(features)) * width; i < n * width; ++i)
+        largest_threat = std::max(largest_threat, std::abs(static_cast<double>(weights.ft_weight[i])));
     for (const int scale : {1024, 512, 256}) {
         // each rounded term moves by at most 1/2
-        if (bound * scale + 0.5 * static_cast<double>(most + 1) < 32767.0) return scale;
+        if (bound * scale + 0.5 * static_cast<double>(most + 1) < 32767.0 &&
+            largest_threat * scale < 127.5)
+            return scale;
     }
     return 127;
 }
@@ -180,8 +195,18 @@ std::shared_ptr<const LatentNetwork> make_latent_network(const LatentWeights& we
     transformer->features = features;
     transformer->l1 = l1;
     transformer->l2 = 1;  // output layers unused: zero, of the smallest valid size
-    transformer->ft_weight.resize(n * width);
-    for (std::size_t i = 0; i < n * width; ++i) transformer->ft_weight[i] = quantise(weights.ft_weight[i], scale);
+    const auto rows = static_cast<std::size_t>(threat_rows_start(features));
+    transformer->ft_weight.resize(rows * width);
+    for (std::size_t i = 0; i < rows * width; ++i) transformer->ft_weight[i] = quantise(weights.ft_weight[i], scale);
+    transformer->threat_weight.resize((n - rows) * width);  // int8 rows, as the NNUE's
+    for (std::size_t i = rows * width; i < n * width; ++i) {
+        const std::int16_t value = quantise(weights.ft_weight[i], scale);
+        if (value < -127 || value > 127)
+            fail(source, "a threat-block weight (" + std::to_string(weights.ft_weight[i]) +
+                             ") does not fit the int8 rows at accumulator_scale " + std::to_string(scale) +
+                             "; threat weights must stay within 127 / scale");
+        transformer->threat_weight[i - rows * width] = static_cast<std::int8_t>(value);
+    }
     transformer->ft_bias.resize(width);
     for (std::size_t i = 0; i < width; ++i) transformer->ft_bias[i] = quantise(weights.ft_bias[i], scale);
     transformer->l2_weight.assign(2 * width, 0);

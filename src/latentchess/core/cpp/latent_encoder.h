@@ -14,6 +14,10 @@
 //    fits int16 (|bias| plus the largest possible sum of |weights| of active features, per
 //    column), else 127: at 127 the rounding of the weights moved the trained sparse-64's axis
 //    scores by up to 3e-2 (benchmarks/results/latent_native), 8 times less at 1024.
+//    A threat block (T, TNK; the set's last block) keeps the NNUE's int8 rows: its weights
+//    rounded at S must lie in [-127, 127] (the automatic S is lowered until they do; a model
+//    whose threat weights exceed 1 does not load), and it counts at most 256 active pairs per
+//    perspective in the int16 bound (a piece attacks at most 8 others).
 //  * The accumulators are kept by an NnueEvaluator over an NnueNetwork that holds this model's
 //    quantised feature transformer (its own output layers are zero and never used), so the
 //    incremental update is the NNUE's, tested machinery; after any do/undo sequence the
