@@ -15,6 +15,7 @@ import torch
 
 from latentchess.data.cache import write_cache
 from latentchess.encoding import tokenize_batch
+from latentchess.errors import LatentChessError
 from latentchess.models import LatentModel, load_model, save_model
 from latentchess.models.config import (
     SPARSE_ENCODER_CONFIGS,
@@ -213,3 +214,58 @@ def test_latent_engine_plays_legal_moves_with_it(tmp_path: Path) -> None:
         move = engine.play(board, chess.engine.Limit(depth=2))
         assert move in board.legal_moves
         board.push(move)
+
+
+def test_init_from_an_nnue_copies_the_shared_blocks_and_the_bias() -> None:
+    from latentchess.models.sparse_encoder import init_from_nnue
+    from latentchess.nnue.model import Nnue, NnueConfig
+
+    torch.manual_seed(2)
+    nnue = Nnue(NnueConfig(feature_set="KA9", l1=32, l2=8))
+    encoder = SparseEncoder(dataclasses.replace(SMALL, feature_set="KA9+TNK"))
+    threat_rows = encoder.ft.weight[6912:].detach().clone()
+    assert init_from_nnue(encoder, nnue) == ("KA9",)
+    assert torch.equal(encoder.ft.weight[:6912], nnue.ft.weight[:6912])
+    assert torch.equal(encoder.ft.weight[6912:], threat_rows)  # the threat block keeps its start
+    assert torch.equal(encoder.ft_bias, nnue.ft_bias)
+    # The same set: the encoder's accumulators are the NNUE's, position by position.
+    same = SparseEncoder(dataclasses.replace(SMALL, feature_set="KA9"))
+    init_from_nnue(same, nnue)
+    boards = _boards(6, seed=4)
+    tokens = torch.as_tensor(tokenize_batch(boards))
+    white, _ = token_features(tokens, parse_feature_set("KA9"))
+    accumulators = same.accumulators(tokens)
+    for row, got in zip(white, accumulators, strict=True):
+        active = [int(i) for i in row if int(i) != 6912]
+        expected = nnue.ft.weight[active].sum(dim=0) + nnue.ft_bias
+        assert torch.allclose(got[:32], expected, atol=1e-5)
+    with pytest.raises(LatentChessError, match="L1 is 64"):
+        init_from_nnue(encoder, Nnue(NnueConfig(feature_set="KA9", l1=64, l2=8)))
+    with pytest.raises(LatentChessError, match="share no block"):
+        init_from_nnue(encoder, Nnue(NnueConfig(feature_set="ALL", l1=32, l2=8)))
+
+
+def test_training_starts_from_an_nnue_given_by_init_ft(tmp_path: Path) -> None:
+    from latentchess.cli.train import _add_supcon_arguments, config_from_args
+    from latentchess.nnue.io import save_nnue
+    from latentchess.nnue.model import Nnue, NnueConfig
+
+    torch.manual_seed(3)
+    nnue = Nnue(NnueConfig(feature_set="ALL", l1=32, l2=8))
+    saved = save_nnue(tmp_path / "nnue", nnue, {"note": "test"})
+    parser = argparse.ArgumentParser()
+    _add_supcon_arguments(parser)
+    base = ["--data", str(tmp_path), "--out", str(tmp_path / "o")]
+    args = parser.parse_args([*base, "--model-config", "sparse-32", "--init-ft", str(saved)])
+    assert config_from_args(args).init_ft == saved
+    with pytest.raises(ValueError, match="not a sparse"):
+        config_from_args(parser.parse_args([*base, "--model-config", "micro", "--init-ft", "x"]))
+    cache = _material_cache(tmp_path / "cache", rows=300)
+    cfg = micro_config(
+        cache, tmp_path / "run", model=SMALL, steps=1, batch_size=16, positives=2,
+        optimizer="adamw", lr=1e-9, warmup=0, eval_every=0, init_ft=saved,
+    )  # fmt: skip
+    result = train(cfg)
+    model = load_model(result.model_dir, precision="fp32")
+    assert isinstance(model.encoder, SparseEncoder)
+    assert torch.allclose(model.encoder.ft.weight[:768], nnue.ft.weight[:768], atol=1e-6)

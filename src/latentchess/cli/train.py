@@ -171,8 +171,16 @@ def _add_supcon_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--feature-set",
         default=None,
-        help="sparse encoders only: NNUE feature blocks joined by '+' (ALL, H, V, D1, D2, PH, "
-        "PV, MB, MC; default ALL)",
+        help="sparse encoders only: NNUE feature blocks joined by '+' (ALL, KA, KA9, H, V, D1, "
+        "D2, PH, PV, MB, MC, and a threat block T or TNK last; default ALL)",
+    )
+    p.add_argument(
+        "--init-ft",
+        type=Path,
+        default=None,
+        metavar="NNUE_DIR",
+        help="sparse encoders only: start the feature transformer from this NNUE's (the blocks "
+        "the two sets share, and the bias; the widths must match)",
     )
     p.add_argument(
         "--dropout",
@@ -241,6 +249,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
             )
         model = dataclasses.replace(model, feature_set=feature_set)
     optional = {"lr": args.lr, "weight_decay": args.weight_decay}
+    init_ft = getattr(args, "init_ft", None)
     objective = getattr(args, "objective", "supcon")
     return TrainConfig(
         data=args.data,
@@ -269,6 +278,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         checkpoint_every=args.checkpoint_every,
         log_every=args.log_every,
         cache_dir=args.cache_dir,
+        init_ft=init_ft,
         progress=not args.no_progress,
         **{k: v for k, v in optional.items() if v is not None},
     )

@@ -50,16 +50,22 @@ reasons (two rooks on a file for ``H``) appears once, as in the reference.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from latentchess.encoding import VOCAB, VOCAB_SIZE, detokenize
+from latentchess.errors import LatentChessError
 from latentchess.models.config import SparseEncoderConfig
-from latentchess.nnue.features import FeatureSet
+from latentchess.nnue.features import BLOCK_SIZES, FeatureSet
 
-__all__ = ["SparseEncoder", "token_features", "mirror_features"]
+if TYPE_CHECKING:
+    from latentchess.nnue.model import Nnue
+
+__all__ = ["SparseEncoder", "token_features", "mirror_features", "init_from_nnue"]
 
 _WHITE = VOCAB.index("w")
 _TORCH_BLOCKS = frozenset({"ALL", "H", "V", "D1", "D2", "PH", "PV"})
@@ -325,3 +331,39 @@ class SparseEncoder(nn.Module):
     def num_parameters(self) -> int:
         """Number of trainable parameters (the padding row included)."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+def init_from_nnue(encoder: SparseEncoder, nnue: Nnue) -> tuple[str, ...]:
+    """Start ``encoder``'s feature transformer from an NNUE's.
+
+    The NNUE's accumulator is the encoder's (the same ``EmbeddingBag`` rows, bias and clamp to
+    (0, 1)), so the rows of every block the two feature sets share are copied, with the bias;
+    the encoder's other blocks (e.g. a threat block the NNUE lacks) keep their initialisation.
+
+    Returns:
+        the blocks copied.
+
+    Raises:
+        LatentChessError: the widths differ, or the sets share no block.
+    """
+    theirs = nnue.cfg.features
+    ours = encoder.feature_set
+    if nnue.cfg.l1 != encoder.config.l1:
+        raise LatentChessError(
+            f"init_from_nnue: the NNUE's L1 is {nnue.cfg.l1}, the encoder's {encoder.config.l1}"
+        )
+    shared = [b for b in ours.blocks if b in theirs.blocks]
+    if not shared:
+        raise LatentChessError(
+            f"init_from_nnue: the NNUE's features {theirs.name!r} share no block with the "
+            f"encoder's {ours.name!r}"
+        )
+    from_offsets = dict(zip(theirs.blocks, theirs.offsets, strict=True))
+    to_offsets = dict(zip(ours.blocks, ours.offsets, strict=True))
+    with torch.no_grad():
+        for block in shared:
+            size = BLOCK_SIZES[block]
+            source = nnue.ft.weight[from_offsets[block] : from_offsets[block] + size]
+            encoder.ft.weight[to_offsets[block] : to_offsets[block] + size] = source
+        encoder.ft_bias.copy_(nnue.ft_bias)
+    return tuple(shared)

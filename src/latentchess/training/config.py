@@ -99,6 +99,9 @@ class TrainConfig:
         checkpoint_every: steps between checkpoints (also written on stop and signals).
         log_every: steps between training-loss records in ``metrics.jsonl``.
         cache_dir: where a Parquet dataset's token cache is built; ``None``: ``out/cache``.
+        init_ft: an NNUE model directory whose feature transformer starts a sparse encoder's
+            (the blocks the two sets share; see
+            :func:`latentchess.models.sparse_encoder.init_from_nnue`); ``None``: random.
         progress: show a progress bar on stderr.
     """
 
@@ -131,6 +134,7 @@ class TrainConfig:
     checkpoint_every: int = 1000
     log_every: int = 10
     cache_dir: Path | None = None
+    init_ft: Path | None = None
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -138,10 +142,17 @@ class TrainConfig:
         object.__setattr__(self, "out", Path(self.out))
         if self.cache_dir is not None:
             object.__setattr__(self, "cache_dir", Path(self.cache_dir))
+        if self.init_ft is not None:
+            object.__setattr__(self, "init_ft", Path(self.init_ft))
         if not isinstance(self.model, EncoderConfig | GabEncoderConfig | SparseEncoderConfig):
             raise ValueError(
                 "model must be an EncoderConfig, a GabEncoderConfig or a SparseEncoderConfig, "
                 f"got {self.model!r}"
+            )
+        if self.init_ft is not None and not isinstance(self.model, SparseEncoderConfig):
+            raise ValueError(
+                f"init_ft starts a sparse encoder's feature transformer; {self.model.name!r} "
+                "is not a sparse-* encoder"
             )
         positive_ints = ("steps", "batch_size", "positives", "holdout_max", "eval_positions")
         positive_ints += ("eval_axis_per_side", "axis_per_side", "checkpoint_every", "log_every")
@@ -199,7 +210,7 @@ class TrainConfig:
         """JSON-ready form (paths as strings, the encoder as its own dict)."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["model"] = self.model.to_dict()
-        for name in ("data", "out", "cache_dir"):
+        for name in ("data", "out", "cache_dir", "init_ft"):
             data[name] = None if data[name] is None else str(data[name])
         return data
 

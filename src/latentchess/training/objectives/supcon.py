@@ -81,6 +81,12 @@ class SupConObjective(Objective):
         self.precision, self.precision_record = self._resolve_precision()
         torch.manual_seed(cfg.seed)  # identical initial weights on every rank
         self.encoder = build_encoder(cfg.model).to(self.device)
+        if cfg.init_ft is not None:  # a resumed run then loads its checkpoint over this
+            from latentchess.models.sparse_encoder import SparseEncoder, init_from_nnue
+            from latentchess.nnue.io import load_nnue
+
+            assert isinstance(self.encoder, SparseEncoder)  # TrainConfig checks the kind
+            init_from_nnue(self.encoder, load_nnue(cfg.init_ft).network.to(self.device))
         self.model: nn.Module = self.encoder
         self._seed_dropout(0)
         if ctx.is_main:
