@@ -837,7 +837,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--pair-delta", type=float, default=0.05, help="pair accuracy's label gap")
     p.add_argument("--max-games", type=int, default=None)
     p.add_argument("--weights", type=Path, default=WEIGHTS, help="the shipped models' folder")
+    p.add_argument(
+        "--model", action="append", default=[], metavar="NAME=DIR",
+        help="another sparse latent model, probed as the shipped ones (PyTorch and core int16)",
+    )  # fmt: skip
     args = p.parse_args(argv)
+    extra: dict[str, Path] = {}
+    for text in args.model:
+        name, sep, folder = text.partition("=")
+        if not sep or not name or not (Path(folder) / "config.json").is_file():
+            p.error(f"--model wants NAME=DIR with DIR/config.json, got {text!r}")
+        extra[name] = Path(folder)
     config = ProbeConfig(
         pgn=args.pgn.name, captures=args.captures, ranking=args.ranking,
         knight_pairs=args.knight_pairs, depth=args.depth, seed=args.seed,
@@ -861,6 +871,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if (args.weights / name).is_dir():
                 evaluators[name], latent[name] = latent_evaluator(args.weights / name)
         evaluators["sparse-64 (core int16)"] = native_latent_evaluator(args.weights / REFERENCE)
+        for name, folder in extra.items():
+            evaluators[name], latent[name] = latent_evaluator(folder)
+            evaluators[f"{name} (core int16)"] = native_latent_evaluator(folder)
         evaluators["nnue"] = core_evaluator("nnue")
         evaluators["hce"] = core_evaluator("hce")
         evaluators["stockfish static"] = sf_static
