@@ -269,3 +269,13 @@ def test_training_starts_from_an_nnue_given_by_init_ft(tmp_path: Path) -> None:
     model = load_model(result.model_dir, precision="fp32")
     assert isinstance(model.encoder, SparseEncoder)
     assert torch.allclose(model.encoder.ft.weight[:768], nnue.ft.weight[:768], atol=1e-6)
+
+
+def test_threat_features_of_a_position_the_core_refuses_come_from_the_reference() -> None:
+    # Three white knights beside eight pawns: well formed, but more pieces than promotions allow.
+    board = chess.Board("r3k2r/pp1n1pp1/2pqpn2/3p4/3P2bp/2PBPN2/PPQN1PPP/1NKR3R b kq - 3 11")
+    feature_set = parse_feature_set("KA9+TNK")
+    white, black = token_features(torch.as_tensor(tokenize_batch([board])), feature_set)
+    expected = position_features(board, feature_set)
+    for got, want in zip((white[0], black[0]), expected, strict=True):
+        assert sorted(int(i) for i in got if int(i) != feature_set.size) == sorted(want)

@@ -149,8 +149,15 @@ def _unique_padded(index: Tensor, pad: int) -> Tensor:
 
 
 def _host_features(tokens: Tensor, feature_set: FeatureSet) -> tuple[Tensor, Tensor]:
-    """Any feature set, one position at a time (native core if built): for MB and MC."""
+    """Any feature set, one position at a time: for MB, MC and the threat blocks.
+
+    The native core when built; the Python reference for a position the core refuses (it
+    checks piece counts against promotions, which a hand-made probe position may break).
+    """
     import chess
+
+    from latentchess.errors import InvalidFenError
+    from latentchess.nnue.features import position_features
 
     try:
         from latentchess.core import _native as native
@@ -160,14 +167,17 @@ def _host_features(tokens: Tensor, feature_set: FeatureSet) -> tuple[Tensor, Ten
     rows: list[list[np.ndarray]] = []
     for row in tokens.cpu().numpy():
         fen = detokenize(row)
+        position = None
         if native is not None:
-            position = native.Position(fen)
+            try:
+                position = native.Position(fen)
+            except InvalidFenError:
+                position = None
+        if position is not None:
             rows.append(
                 [np.asarray(native.nnue_features(position, p, feature_set.name)) for p in (0, 1)]
             )
         else:
-            from latentchess.nnue.features import position_features
-
             rows.append(list(position_features(chess.Board(fen), feature_set)))
     width = max(1, *(len(f) for pair in rows for f in pair))
     out = np.full((2, len(rows), width), pad, dtype=np.int64)
