@@ -82,6 +82,15 @@ def _playout_boards(count: int, seed: int, max_plies: int = 150) -> list[chess.B
     return boards
 
 
+def _line_fens(board: chess.Board) -> list[str]:
+    """The FEN after each move of ``board``'s move stack, from the start."""
+    replay, fens = chess.Board(), []
+    for move in board.move_stack:
+        replay.push(move)
+        fens.append(replay.fen())
+    return fens
+
+
 def _positions(count: int) -> tuple[list[str], str]:
     """``count`` FENs of real games (the shared Lichess file), or of seeded random playouts."""
     if LICHESS.is_file():
@@ -94,13 +103,7 @@ def _positions(count: int) -> tuple[list[str], str]:
                     fens.append(board.fen())
         if len(fens) >= count:
             return fens[:count], "lichess"
-    boards = _playout_boards(count // 60 + 1, seed=11)
-    fens = []
-    for board in boards:
-        replay = chess.Board()
-        for move in board.move_stack:
-            replay.push(move)
-            fens.append(replay.fen())
+    fens = [fen for board in _playout_boards(count // 60 + 1, seed=11) for fen in _line_fens(board)]
     rng = random.Random(12)
     while len(fens) < count:
         fens.extend(b.fen() for b in _playout_boards(100, seed=rng.randrange(1 << 30)))
@@ -201,10 +204,7 @@ def test_a_threat_block_encoder_equals_pytorch_and_updates_incrementally() -> No
     boards = _playout_boards(20, seed=21, max_plies=160)
     fens = []
     for board in boards:
-        replay = chess.Board()
-        for move in board.move_stack:
-            replay.push(move)
-            fens.append(replay.fen())
+        fens += _line_fens(board)
         moves = [
             m.from_square | m.to_square << 6 | (m.promotion or 0) << 12 for m in board.move_stack
         ]
