@@ -149,6 +149,13 @@ def test_cli_selects_the_sparse_encoder_and_its_feature_set(tmp_path: Path) -> N
         config_from_args(
             parser.parse_args([*base, "--model-config", "micro", "--feature-set", "H"])
         )
+    shared = ["--feature-set", "KA9", "--ft-from", "nnue-default", "--hidden", "64"]
+    args = parser.parse_args([*base, "--model-config", "sparse-64", *shared])
+    model = config_from_args(args).model
+    assert (model.ft_from, model.ft_hash, model.hidden) == ("nnue-default", None, 64)
+    for option in (["--ft-from", "nnue-default"], ["--hidden", "64"]):
+        with pytest.raises(ValueError, match=f"{option[0]} applies to sparse"):
+            config_from_args(parser.parse_args([*base, "--model-config", "micro", *option]))
 
 
 def test_save_load_round_trip_gives_identical_scores(tmp_path: Path) -> None:
@@ -269,6 +276,45 @@ def test_training_starts_from_an_nnue_given_by_init_ft(tmp_path: Path) -> None:
     model = load_model(result.model_dir, precision="fp32")
     assert isinstance(model.encoder, SparseEncoder)
     assert torch.allclose(model.encoder.ft.weight[:768], nnue.ft.weight[:768], atol=1e-6)
+
+
+def test_an_encoder_on_an_nnues_transformer_stores_its_dense_layers_alone(tmp_path: Path) -> None:
+    from safetensors import safe_open
+
+    from latentchess.errors import ModelFileError
+    from latentchess.models.sparse_encoder import ft_fingerprint
+    from latentchess.nnue.io import load_nnue, save_nnue
+    from latentchess.nnue.model import Nnue, NnueConfig
+    from latentchess.search.native import load_native_encoder
+
+    torch.manual_seed(5)
+    nnue_dir = save_nnue(tmp_path / "nnue", Nnue(NnueConfig(feature_set="ALL", l1=32, l2=8)), {})
+    rows = load_nnue(nnue_dir).network.ft  # the rows as the file gives them back
+    shared = dataclasses.replace(SMALL, ft_from=str(nnue_dir))
+    cache = _material_cache(tmp_path / "cache", rows=300)
+    cfg = micro_config(
+        cache, tmp_path / "run", model=shared, steps=4, batch_size=16, positives=2,
+        optimizer="adamw", lr=0.01, warmup=0, eval_every=0,
+    )  # fmt: skip
+    model = load_model(train(cfg).model_dir, precision="fp32")
+    encoder = model.encoder
+    assert isinstance(encoder, SparseEncoder) and model.path is not None
+    # The NNUE's rows and bias, untouched by training; the dense layers trained.
+    assert torch.equal(encoder.ft.weight[:768], rows.weight[:768])
+    assert encoder.config.ft_hash == ft_fingerprint(encoder.ft.weight, encoder.ft_bias)
+    assert encoder.num_parameters() == sum(p.numel() for p in encoder.stored_state_dict().values())
+    with safe_open(str(model.path / "model.safetensors"), "pt") as handle:
+        assert set(handle.keys()) == {"l2.weight", "l2.bias", "l2_stm", "out.weight", "out.bias"}
+    # The core assembles the same encoder.
+    fens = [b.fen() for b in _boards(40, seed=8)]
+    native = load_native_encoder(model.path)
+    assert np.abs(native.score_fens(fens) - model.score(fens)).max() < 0.02
+    # Another network under that name is refused by its fingerprint, not used silently.
+    save_nnue(nnue_dir, Nnue(NnueConfig(feature_set="ALL", l1=32, l2=8)), {})
+    with pytest.raises(ModelFileError, match="fingerprint"):
+        load_model(model.path)
+    with pytest.raises(ValueError, match="one of the two"):
+        dataclasses.replace(cfg, init_ft=nnue_dir)
 
 
 def test_threat_features_of_a_position_the_core_refuses_come_from_the_reference() -> None:

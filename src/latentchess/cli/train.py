@@ -183,6 +183,20 @@ def _add_supcon_arguments(p: argparse.ArgumentParser) -> None:
         "the two sets share, and the bias; the widths must match)",
     )
     p.add_argument(
+        "--hidden",
+        type=int,
+        default=None,
+        help="sparse encoders only: the width of the dense hidden layer (default the config's, 32)",
+    )
+    p.add_argument(
+        "--ft-from",
+        default=None,
+        metavar="NNUE",
+        help="sparse encoders only: use this NNUE's feature transformer unchanged (a shipped "
+        "name such as nnue-default, or a model directory): frozen in training, and not stored "
+        "in the encoder's file, which records the name and the transformer's fingerprint",
+    )
+    p.add_argument(
         "--dropout",
         type=float,
         default=0.0,
@@ -248,6 +262,16 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
                 f"--feature-set applies to sparse-* encoders, not {args.model_config!r}"
             )
         model = dataclasses.replace(model, feature_set=feature_set)
+    hidden = getattr(args, "hidden", None)
+    if hidden is not None:
+        if not hasattr(model, "feature_set"):
+            raise ValueError(f"--hidden applies to sparse-* encoders, not {args.model_config!r}")
+        model = dataclasses.replace(model, hidden=hidden)
+    ft_from = getattr(args, "ft_from", None)
+    if ft_from is not None:
+        if not hasattr(model, "ft_from"):
+            raise ValueError(f"--ft-from applies to sparse-* encoders, not {args.model_config!r}")
+        model = dataclasses.replace(model, ft_from=str(ft_from))
     optional = {"lr": args.lr, "weight_decay": args.weight_decay}
     init_ft = getattr(args, "init_ft", None)
     objective = getattr(args, "objective", "supcon")

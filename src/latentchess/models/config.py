@@ -195,6 +195,14 @@ class SparseEncoderConfig:
         hidden: width of the dense hidden layer.
         dim: output embedding dimension D.
         dropout: must be 0 (there is no dropout; the field lets ``--dropout`` keep one meaning).
+        ft_from: an NNUE whose feature transformer this encoder uses unchanged (a shipped
+            model's name under ``weights/``, or a model directory): its rows and bias are that
+            network's, frozen in training and not stored in the encoder's weights file, which
+            then holds the dense layers alone; ``None``: the encoder's own. The feature sets and
+            widths must be the same.
+        ft_hash: the fingerprint of that feature transformer when the encoder was trained
+            (:func:`latentchess.models.sparse_encoder.ft_fingerprint`); loading refuses an NNUE
+            that no longer matches it.
     """
 
     name: str = "sparse-custom"
@@ -204,6 +212,8 @@ class SparseEncoderConfig:
     hidden: int = 32
     dim: int = 64
     dropout: float = 0.0
+    ft_from: str | None = None
+    ft_hash: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind != SPARSE_KIND:
@@ -218,6 +228,14 @@ class SparseEncoderConfig:
             raise ValueError(f"SparseEncoderConfig.l1 must be a multiple of 8, got {self.l1!r}")
         if self.dropout != 0.0:
             raise ValueError(f"the sparse encoder has no dropout; got dropout={self.dropout!r}")
+        for field in ("ft_from", "ft_hash"):
+            value = getattr(self, field)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(
+                    f"SparseEncoderConfig.{field} must be a non-empty string, got {value!r}"
+                )
+        if self.ft_hash is not None and self.ft_from is None:
+            raise ValueError("SparseEncoderConfig.ft_hash needs ft_from (the NNUE it names)")
         _ = self.features  # validates the feature set
 
     @property
@@ -232,7 +250,12 @@ class SparseEncoderConfig:
             raise ValueError(str(error)) from None
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The fields, without ``ft_from``/``ft_hash`` when the encoder has its own transformer
+        (so that such a model's ``config.json`` reads as before they existed)."""
+        data = dataclasses.asdict(self)
+        if self.ft_from is None:
+            del data["ft_from"], data["ft_hash"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SparseEncoderConfig:

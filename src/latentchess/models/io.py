@@ -30,7 +30,7 @@ import numpy.typing as npt
 import torch
 
 from latentchess.encoding import TOKENIZER_VERSION
-from latentchess.errors import ModelFileError
+from latentchess.errors import LatentChessError, ModelFileError
 from latentchess.models.config import AnyEncoderConfig, EncoderConfig, encoder_config_from_dict
 from latentchess.models.encoder import Encoder
 from latentchess.models.gab_encoder import build_encoder
@@ -138,7 +138,7 @@ def save_model(
     )
     tensors = {
         name: t.detach().to("cpu", torch.float32).contiguous().clone()
-        for name, t in encoder.state_dict().items()
+        for name, t in _stored_state(encoder).items()
     }
     if path.exists() and not path.is_dir():
         raise ModelFileError(f"{str(path)!r} exists and is not a directory")
@@ -290,7 +290,15 @@ def load_model(
     if isinstance(config, EncoderConfig):
         _check_weights_size(path / WEIGHTS_FILE, config)
     encoder = build_encoder(config)
-    encoder.load_state_dict(_read_weights(path / WEIGHTS_FILE, encoder))
+    tensors = _read_weights(path / WEIGHTS_FILE, encoder)
+    if getattr(config, "ft_from", None) is not None:  # a sparse encoder on an NNUE's transformer
+        try:
+            encoder.attach_shared_ft(base=path)
+        except LatentChessError as error:
+            raise ModelFileError(f"{str(path)!r}: {error}") from error
+        encoder.load_state_dict(tensors, strict=False)
+    else:
+        encoder.load_state_dict(tensors)
     content_hash = model_content_hash(path)
     metadata = {k: v for k, v in document.items() if k not in _RESERVED}
     return LatentModel(
@@ -365,7 +373,7 @@ def _read_weights(file: Path, encoder: Encoder) -> dict[str, torch.Tensor]:
         raise ModelFileError(
             f"{str(file)!r} is not a readable safetensors file (truncated or corrupt?): {error}"
         ) from error
-    expected = {name: tuple(t.shape) for name, t in encoder.state_dict().items()}
+    expected = {name: tuple(t.shape) for name, t in _stored_state(encoder).items()}
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
     if missing or unexpected:
@@ -391,6 +399,12 @@ def _read_weights(file: Path, encoder: Encoder) -> dict[str, torch.Tensor]:
             )
         tensors[name] = tensor.float()
     return tensors
+
+
+def _stored_state(encoder: Encoder) -> dict[str, torch.Tensor]:
+    """The tensors a model file holds (a sparse encoder on an NNUE's transformer leaves it out)."""
+    stored = getattr(encoder, "stored_state_dict", None)
+    return stored() if stored is not None else encoder.state_dict()
 
 
 def _umask() -> int:

@@ -40,6 +40,13 @@ colour-mirrored twin the exact negative (the stm bias breaks the symmetry, as th
 chess); :func:`mirror_features` states the symmetry that does hold by construction: the twin's
 accumulators are the original's, swapped.
 
+A shared feature transformer (``ft_from`` in the config). An encoder may use an NNUE's feature
+transformer as it is: ``ft.weight`` and ``ft_bias`` are that network's (its int16 rows read back as
+floats), frozen in training and left out of ``model.safetensors``, which then holds ``l2.*``,
+``l2_stm`` and ``out.*`` alone; loading takes them from the NNUE again and refuses one whose
+fingerprint (``ft_hash``) has changed since training. The encoder then costs the repository a few
+kilobytes instead of a feature table, and its accumulator is the NNUE's own.
+
 Features from tokens. The feature indices are computed from the 77 tokens inside the network, in
 torch (gathers and comparisons, no Python per position) for the blocks that depend on the pieces
 only (``ALL H V D1 D2 PH PV``); the mobility blocks (``MB MC``) need legal moves and are computed
@@ -50,6 +57,7 @@ reasons (two rooks on a file for ``H``) appears once, as in the reference.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -65,7 +73,18 @@ from latentchess.nnue.features import BLOCK_SIZES, FeatureSet
 if TYPE_CHECKING:
     from latentchess.nnue.model import Nnue
 
-__all__ = ["SparseEncoder", "token_features", "mirror_features", "init_from_nnue"]
+__all__ = [
+    "SHARED_FT",
+    "SparseEncoder",
+    "ft_fingerprint",
+    "init_from_nnue",
+    "mirror_features",
+    "resolve_ft_source",
+    "token_features",
+]
+
+SHARED_FT = ("ft.weight", "ft_bias")
+"""The tensors of the feature transformer: taken from the NNUE named by ``ft_from`` when set."""
 
 _WHITE = VOCAB.index("w")
 _TORCH_BLOCKS = frozenset({"ALL", "H", "V", "D1", "D2", "PH", "PV"})
@@ -297,6 +316,64 @@ class SparseEncoder(nn.Module):
             # move off it in 600 steps under SGD or AdamW (spearman about 0); from zero, AdamW at
             # 1e-3 reached held-out spearman 0.80 in 500 steps (benchmarks/results/sparse_encoder).
             self.out.bias.zero_()
+        if config.ft_from is not None:  # the NNUE's transformer, attached by attach_shared_ft
+            self.ft.weight.requires_grad_(False)
+            self.ft_bias.requires_grad_(False)
+
+    def stored_state_dict(self) -> dict[str, Tensor]:
+        """The tensors a model file holds: all of them, or without :data:`SHARED_FT` when the
+        feature transformer is an NNUE's (``ft_from``)."""
+        state = self.state_dict()
+        if self.config.ft_from is not None:
+            for name in SHARED_FT:
+                del state[name]
+        return state
+
+    def attach_shared_ft(self, base: Path | None = None) -> str:
+        """Copy the feature transformer of the NNUE named by ``ft_from`` into this encoder.
+
+        Args:
+            base: where a relative ``ft_from`` path is looked for first (a model's directory).
+
+        Returns:
+            its fingerprint; the config's ``ft_hash`` is set to it when it was unset (training).
+
+        Raises:
+            LatentChessError: no ``ft_from``, an NNUE that does not load, features or widths that
+                differ, or a fingerprint other than the config's ``ft_hash``.
+        """
+        from latentchess.nnue.io import load_nnue
+
+        config = self.config
+        if config.ft_from is None:
+            raise LatentChessError(f"encoder {config.name!r} has its own feature transformer")
+        source = resolve_ft_source(config.ft_from, base)
+        try:
+            nnue = load_nnue(source).network
+        except (OSError, ValueError, LatentChessError) as error:
+            raise LatentChessError(
+                f"encoder {config.name!r} uses the feature transformer of the NNUE "
+                f"{config.ft_from!r} ({str(source)!r}), which does not load: {error}"
+            ) from error
+        if nnue.cfg.features.name != self.feature_set.name:
+            raise LatentChessError(
+                f"encoder {config.name!r} has features {self.feature_set.name!r}; the NNUE "
+                f"{config.ft_from!r} whose transformer it uses has {nnue.cfg.features.name!r}"
+            )
+        init_from_nnue(self, nnue)
+        fingerprint = ft_fingerprint(self.ft.weight, self.ft_bias)
+        if config.ft_hash is None:
+            import dataclasses
+
+            self.config = dataclasses.replace(config, ft_hash=fingerprint)
+        elif config.ft_hash != fingerprint:
+            raise LatentChessError(
+                f"encoder {config.name!r} was trained on the feature transformer of the NNUE "
+                f"{config.ft_from!r} with fingerprint {config.ft_hash}; {str(source)!r} now has "
+                f"{fingerprint} (the network was retrained or replaced): retrain the encoder "
+                "on it, or restore that network"
+            )
+        return fingerprint
 
     def features(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         """(White's, Black's) padded active feature indices, (B, K) each."""
@@ -341,6 +418,30 @@ class SparseEncoder(nn.Module):
     def num_parameters(self) -> int:
         """Number of trainable parameters (the padding row included)."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+def resolve_ft_source(ref: str, base: Path | None = None) -> Path:
+    """The NNUE directory that ``ft_from`` names: a shipped model's name (``nnue-default``),
+    else a path, relative to ``base`` when it exists there, else to the working directory."""
+    from latentchess.paths import SHIPPED_WEIGHTS
+
+    shipped = SHIPPED_WEIGHTS / ref
+    if "/" not in ref and shipped.is_dir():
+        return shipped
+    path = Path(ref).expanduser()
+    if base is not None and not path.is_absolute() and (base / path).is_dir():
+        return base / path
+    return path
+
+
+def ft_fingerprint(weight: Tensor, bias: Tensor) -> str:
+    """16 hex digits of SHA-256 over a feature transformer's float32 rows and bias."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for tensor in (weight, bias):
+        digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
 
 
 def init_from_nnue(encoder: SparseEncoder, nnue: Nnue) -> tuple[str, ...]:

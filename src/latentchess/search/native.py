@@ -90,6 +90,10 @@ def load_native_encoder(path: str | Path, accumulator_scale: int = 0) -> Any:
             f"{str(path)!r} holds a {encoder.get('kind', 'transformer')!r} encoder; the native "
             f"core evaluates only {SPARSE_KIND!r} ones"
         )
+    if encoder.get("ft_from") is not None:  # the transformer is an NNUE's: assembled in Python
+        from latentchess.models.io import load_model
+
+        return _from_weights(load_model(path, precision="fp32"), accumulator_scale)
     axis = np.asarray(document["axis"], dtype=np.float32)
     try:
         native = _core().LatentEncoder.load(
@@ -119,8 +123,13 @@ def native_encoder(model: LatentModel, accumulator_scale: int = 0) -> Any:
     """
     if not is_sparse(model):
         raise ValueError(f"{model!r} is not a sparse encoder model")
-    if model.path is not None:
+    if model.path is not None:  # float32 from the files, whatever precision ``model`` runs at
         return load_native_encoder(model.path, accumulator_scale)
+    return _from_weights(model, accumulator_scale)
+
+
+def _from_weights(model: LatentModel, accumulator_scale: int) -> Any:
+    """The core's encoder built from a loaded sparse model's tensors."""
     state = {
         name: tensor.detach().to("cpu").float().contiguous().numpy()
         for name, tensor in model.encoder.state_dict().items()

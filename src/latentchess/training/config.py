@@ -149,6 +149,11 @@ class TrainConfig:
                 "model must be an EncoderConfig, a GabEncoderConfig or a SparseEncoderConfig, "
                 f"got {self.model!r}"
             )
+        if self.init_ft is not None and getattr(self.model, "ft_from", None) is not None:
+            raise ValueError(
+                "init_ft starts a feature transformer that training changes; the model's "
+                f"ft_from ({self.model.ft_from!r}) uses an NNUE's unchanged: give one of the two"
+            )
         if self.init_ft is not None and not isinstance(self.model, SparseEncoderConfig):
             raise ValueError(
                 f"init_ft starts a sparse encoder's feature transformer; {self.model.name!r} "

@@ -87,6 +87,8 @@ class SupConObjective(Objective):
 
             assert isinstance(self.encoder, SparseEncoder)  # TrainConfig checks the kind
             init_from_nnue(self.encoder, load_nnue(cfg.init_ft).network.to(self.device))
+        if getattr(cfg.model, "ft_from", None) is not None:  # an NNUE's transformer, frozen
+            self.encoder.attach_shared_ft()
         self.model: nn.Module = self.encoder
         self._seed_dropout(0)
         if ctx.is_main:
