@@ -281,6 +281,8 @@ def test_training_starts_from_an_nnue_given_by_init_ft(tmp_path: Path) -> None:
 def test_an_encoder_on_an_nnues_transformer_stores_its_dense_layers_alone(tmp_path: Path) -> None:
     from safetensors import safe_open
 
+    from latentchess.core import _native as core
+    from latentchess.core.nnue import resolve_evaluator
     from latentchess.errors import ModelFileError
     from latentchess.models.sparse_encoder import ft_fingerprint
     from latentchess.nnue.io import load_nnue, save_nnue
@@ -288,7 +290,8 @@ def test_an_encoder_on_an_nnues_transformer_stores_its_dense_layers_alone(tmp_pa
     from latentchess.search.native import load_native_encoder
 
     torch.manual_seed(5)
-    nnue_dir = save_nnue(tmp_path / "nnue", Nnue(NnueConfig(feature_set="ALL", l1=32, l2=8)), {})
+    network = Nnue(NnueConfig(feature_set="ALL", l1=32, l2=8))
+    nnue_dir = save_nnue(tmp_path / "nnue", network, {}, lean=True)  # int16 rows, as shipped
     rows = load_nnue(nnue_dir).network.ft  # the rows as the file gives them back
     shared = dataclasses.replace(SMALL, ft_from=str(nnue_dir))
     cache = _material_cache(tmp_path / "cache", rows=300)
@@ -305,12 +308,16 @@ def test_an_encoder_on_an_nnues_transformer_stores_its_dense_layers_alone(tmp_pa
     assert encoder.num_parameters() == sum(p.numel() for p in encoder.stored_state_dict().values())
     with safe_open(str(model.path / "model.safetensors"), "pt") as handle:
         assert set(handle.keys()) == {"l2.weight", "l2.bias", "l2_stm", "out.weight", "out.bias"}
-    # The core assembles the same encoder.
+    # The core assembles the same encoder, at the NNUE's scale: the accumulators are exact.
     fens = [b.fen() for b in _boards(40, seed=8)]
     native = load_native_encoder(model.path)
-    assert np.abs(native.score_fens(fens) - model.score(fens)).max() < 0.02
+    assert native.accumulator_scale == 127
+    assert np.abs(native.score_fens(fens) - model.score(fens)).max() < 1e-5
+    evaluator = resolve_evaluator(str(model.path))  # ab:eval=DIR registers the same encoder
+    walked = [core.latent_evaluator_walk(core.Position(f), [], evaluator)[0][0] for f in fens]
+    assert np.array_equal(np.float32(walked), native.score_fens(fens))
     # Another network under that name is refused by its fingerprint, not used silently.
-    save_nnue(nnue_dir, Nnue(NnueConfig(feature_set="ALL", l1=32, l2=8)), {})
+    save_nnue(nnue_dir, Nnue(NnueConfig(feature_set="ALL", l1=32, l2=8)), {}, lean=True)
     with pytest.raises(ModelFileError, match="fingerprint"):
         load_model(model.path)
     with pytest.raises(ValueError, match="one of the two"):

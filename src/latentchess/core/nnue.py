@@ -96,15 +96,25 @@ def _register_latent(path: Path) -> str:
     # in the axis score falls back to the linear (s + 1) / 2.
     logistic = isinstance(calibration, dict) and calibration.get("kind") == "logistic" and slope > 0
     try:
-        native_module().register_latent_evaluator(
-            key,
-            str(path / "model.safetensors"),
-            str(document["encoder"].get("feature_set", "ALL")),
-            [float(value) for value in axis],
-            logistic,
-            slope,
-            intercept,
-        )
+        if document["encoder"].get("ft_from") is not None:  # on an NNUE's transformer: assembled
+            from latentchess.errors import ModelFileError
+            from latentchess.search.native import load_native_encoder
+
+            try:
+                encoder = load_native_encoder(path)
+            except ModelFileError as error:
+                raise ValueError(str(error)) from error
+            encoder.register_evaluator(key, logistic, slope, intercept)
+        else:
+            native_module().register_latent_evaluator(
+                key,
+                str(path / "model.safetensors"),
+                str(document["encoder"].get("feature_set", "ALL")),
+                [float(value) for value in axis],
+                logistic,
+                slope,
+                intercept,
+            )
     except (ValueError, TypeError) as error:
         raise EngineError(f"latent model {str(path)!r}: {error}") from error
     _REGISTERED_LATENT[key] = stamp

@@ -383,6 +383,15 @@ void bind_latent(py::module_& module) {
             },
             py::arg("path"), py::arg("feature_set"), py::arg("axis"), py::arg("accumulator_scale") = 0,
             "Weights from a model directory's model.safetensors (feature set and axis from its config).")
+        .def(
+            "register_evaluator",
+            [](const PyLatentEncoder& self, const std::string& key, bool logistic, double slope,
+               double intercept) {
+                register_latent_network(key, self.network(), LatentCalibration{logistic, slope, intercept});
+            },
+            py::arg("key"), py::arg("logistic"), py::arg("slope"), py::arg("intercept"),
+            "Register this encoder as the evaluator 'latent:KEY' (as register_latent_evaluator does "
+            "for a file): for an encoder assembled in Python, e.g. on an NNUE's feature transformer.")
         .def_property_readonly("l1", [](const PyLatentEncoder& self) { return self.network()->l1; })
         .def_property_readonly("hidden", [](const PyLatentEncoder& self) { return self.network()->hidden; })
         .def_property_readonly("dim", [](const PyLatentEncoder& self) { return self.network()->dim; })
