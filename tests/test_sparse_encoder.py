@@ -31,6 +31,9 @@ from latentchess.training.curves import read_metrics
 from training_fixtures import micro_config
 
 SMALL = SparseEncoderConfig(name="sparse-test", l1=32, hidden=8, dim=16)
+INT8_HIDDEN_TOLERANCE = 3e-2
+"""|core - PyTorch| axis scores at the NNUE's scale 127, where the core's hidden layer has int8
+weights (the same bound as tests/test_native_latent.py's NNUE_SCALE_TOLERANCE)."""
 
 
 def _boards(count: int, seed: int = 0) -> list[chess.Board]:
@@ -308,11 +311,12 @@ def test_an_encoder_on_an_nnues_transformer_stores_its_dense_layers_alone(tmp_pa
     assert encoder.num_parameters() == sum(p.numel() for p in encoder.stored_state_dict().values())
     with safe_open(str(model.path / "model.safetensors"), "pt") as handle:
         assert set(handle.keys()) == {"l2.weight", "l2.bias", "l2_stm", "out.weight", "out.bias"}
-    # The core assembles the same encoder, at the NNUE's scale: the accumulators are exact.
+    # The core assembles the same encoder, at the NNUE's scale (the accumulators exact, the
+    # hidden layer the NNUE's int8 one: tests/test_native_latent.py bounds it).
     fens = [b.fen() for b in _boards(40, seed=8)]
     native = load_native_encoder(model.path)
     assert native.accumulator_scale == 127
-    assert np.abs(native.score_fens(fens) - model.score(fens)).max() < 1e-5
+    assert np.abs(native.score_fens(fens) - model.score(fens)).max() < INT8_HIDDEN_TOLERANCE
     evaluator = resolve_evaluator(str(model.path))  # ab:eval=DIR registers the same encoder
     walked = [core.latent_evaluator_walk(core.Position(f), [], evaluator)[0][0] for f in fens]
     assert np.array_equal(np.float32(walked), native.score_fens(fens))

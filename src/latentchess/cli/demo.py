@@ -265,7 +265,8 @@ def _latent_view(
     print("\n== The latent view: a SOLIS model plans in its embedding space ==")
     print(
         f"model: {model.path} ({model.config.name}, {model.encoder.num_parameters():,} "
-        f"parameters, {model.precision}, sha256 {model.content_hash})"
+        f"parameters{_shared_transformer(model.config)}, {model.precision}, sha256 "
+        f"{model.content_hash})"
     )
     metrics = model.metadata.get("metrics", {})
     if metrics:
@@ -321,3 +322,9 @@ def _trajectory(model: LatentModel, latent: Any, game_board: chess.Board) -> Non
     )
     cells = "  ".join(f"{ply}: {latent.win_probability(float(scores[ply])):.2f}" for ply in shown)
     print(f"\nThe game along the axis, the model's P(White wins) by ply: {cells}")
+
+
+def _shared_transformer(config: object) -> str:
+    """`` on nnue-default's transformer`` for an encoder that uses an NNUE's, else nothing."""
+    source = getattr(config, "ft_from", None)
+    return f" on {source}'s feature transformer" if source else ""

@@ -125,6 +125,11 @@ def _model_info(args: argparse.Namespace) -> int:
             f"config      {config.name}: sparse features={config.feature_set} L1={config.l1} "
             f"hidden={config.hidden} D={config.dim}"
         )
+        if config.ft_from is not None:
+            print(
+                f"transformer {config.ft_from}'s, frozen and not stored here "
+                f"({config.features.size:,} x {config.l1} rows; fingerprint {config.ft_hash})"
+            )
     else:  # a contrastive Chessformer (GAB) encoder
         print(
             f"config      {config.name}: GAB trunk d={config.d_model} L={config.layers} "

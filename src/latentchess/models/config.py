@@ -250,12 +250,7 @@ class SparseEncoderConfig:
             raise ValueError(str(error)) from None
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields, without ``ft_from``/``ft_hash`` when the encoder has its own transformer
-        (so that such a model's ``config.json`` reads as before they existed)."""
-        data = dataclasses.asdict(self)
-        if self.ft_from is None:
-            del data["ft_from"], data["ft_hash"]
-        return data
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SparseEncoderConfig:

@@ -230,6 +230,23 @@ std::shared_ptr<const LatentNetwork> make_latent_network(const LatentWeights& we
     for (std::size_t j = 0; j < h; ++j)
         for (std::size_t i = 0; i < 2 * width; ++i)
             network->l2_columns[i * h + j] = weights.l2_weight[j * 2 * width + i];
+    if (scale == 127) {
+        std::vector<std::int8_t> rows(h * 2 * width);
+        std::vector<float> unscale(h);
+        for (std::size_t j = 0; j < h; ++j) {
+            float largest = 0.0f;
+            for (std::size_t i = 0; i < 2 * width; ++i)
+                largest = std::max(largest, std::abs(weights.l2_weight[j * 2 * width + i]));
+            const float row_scale = largest > 0.0f ? 127.0f / largest : 1.0f;
+            for (std::size_t i = 0; i < 2 * width; ++i) {
+                const float value = std::round(weights.l2_weight[j * 2 * width + i] * row_scale);
+                rows[j * 2 * width + i] = static_cast<std::int8_t>(std::clamp(value, -127.0f, 127.0f));
+            }
+            unscale[j] = 1.0f / (row_scale * 127.0f);
+        }
+        network->l2_int8_columns = dense_int8_columns(rows.data(), hidden, 2 * l1);
+        if (!network->l2_int8_columns.empty()) network->l2_row_unscale = std::move(unscale);
+    }
     network->out_columns.resize(h * d);
     for (std::size_t k = 0; k < d; ++k)
         for (std::size_t j = 0; j < h; ++j) network->out_columns[j * d + k] = weights.out_weight[k * h + j];
@@ -283,6 +300,11 @@ std::shared_ptr<const LatentNetwork> load_latent_network(const std::string& path
     return make_latent_network(weights);
 }
 
+namespace {
+// z = out.weight h + out.bias, the score against the axis and (when asked) the unit embedding.
+float output_layer(const LatentNetwork& network, const float* h, float* z, float* embedding);
+}  // namespace
+
 float latent_forward(const LatentNetwork& network, const std::int16_t* white, const std::int16_t* black,
                      Color side_to_move, float* embedding) {
     const int l1 = network.l1, hidden = network.hidden, dim = network.dim;
@@ -299,6 +321,21 @@ float latent_forward(const LatentNetwork& network, const std::int16_t* white, co
     // h = l2.weight x with x = clamp(acc, 0, S) (the 1/S applied once per hidden unit): the
     // columns of the non-zero inputs, in input order.
     const int scale = network.accumulator_scale;
+    if (!network.l2_int8_columns.empty()) {  // S = 127: the NNUE's integer layer (see the header)
+        alignas(64) std::array<std::uint8_t, 2 * kNnueMaxL1> bytes;
+        alignas(64) std::array<std::int32_t, 64> sums;
+        clamp_accumulator_bytes(white, bytes.data(), l1);
+        clamp_accumulator_bytes(black, bytes.data() + l1, l1);
+        dense_int8(bytes.data(), 2 * l1, network.l2_int8_columns, hidden, sums.data());
+        const bool black_to_move = side_to_move == Black;
+        for (int j = 0; j < hidden; ++j) {
+            float value = static_cast<float>(sums[static_cast<std::size_t>(j)]) * network.l2_row_unscale[j] +
+                          network.l2_bias[j];
+            if (black_to_move) value += network.l2_stm[j];
+            h[j] = std::clamp(value, 0.0f, 1.0f);
+        }
+        return output_layer(network, h, z, embedding);
+    }
     std::fill(h, h + hidden, 0.0f);
     const auto add_columns = [&](const std::int16_t* accumulator, int offset) {
         for (int i = 0; i < l1; ++i) {
@@ -318,6 +355,12 @@ float latent_forward(const LatentNetwork& network, const std::int16_t* white, co
         if (black_to_move) value += network.l2_stm[j];
         h[j] = std::clamp(value, 0.0f, 1.0f);
     }
+    return output_layer(network, h, z, embedding);
+}
+
+namespace {
+float output_layer(const LatentNetwork& network, const float* h, float* z, float* embedding) {
+    const int hidden = network.hidden, dim = network.dim;
     std::copy(network.out_bias.begin(), network.out_bias.end(), z);
     for (int j = 0; j < hidden; ++j) {
         if (h[j] == 0.0f) continue;
@@ -336,6 +379,7 @@ float latent_forward(const LatentNetwork& network, const std::int16_t* white, co
     }
     return std::clamp(dot / norm, -1.0f, 1.0f);
 }
+}  // namespace
 
 float latent_refresh_score(const LatentNetwork& network, const Position& position, float* embedding) {
     const NnueAccumulator accumulator = refresh_accumulator(*network.transformer, position);

@@ -77,6 +77,13 @@ struct LatentNetwork {
     // vectorised without reassociating a float sum, and the clamped zeros cost nothing.
     std::vector<float> l2_columns;   // (2 * L1, H)
     std::vector<float> out_columns;  // (H, D)
+    // At S = 127 (the NNUE's scale, where the clamped accumulators are bytes) and a hidden width
+    // the NNUE's dense kernel takes (8, 16, 32, 64), l2.weight also as int8 rows, each at its own
+    // scale (127 / the row's largest |weight|), regrouped for that kernel: the hidden layer is
+    // then the NNUE's integer layer (every input, four at a time) and row j's sum times
+    // l2_row_unscale[j] (1 / (its scale * S)). Empty otherwise (the float columns above).
+    std::vector<std::int8_t> l2_int8_columns;
+    std::vector<float> l2_row_unscale;
     std::vector<float> l2_bias, l2_stm, out_bias;
     std::vector<float> unit_axis;  // axis / |axis|
     std::string source;

@@ -675,4 +675,39 @@ int NnueEvaluator::dense_output(const std::int16_t* us, const std::int16_t* them
     return bounded(output_layers(*network_, us, them, psqt_us, psqt_them, pieces, columns));
 }
 
+std::vector<std::int8_t> dense_int8_columns(const std::int8_t* rows, int units, int inputs) {
+#if defined(LATENTCHESS_DENSE_KERNEL)
+#if !defined(__AVX2__)
+    if (!__builtin_cpu_supports("avx2")) return {};
+#endif
+    if ((units != 8 && units != 16 && units != 32 && units != 64) || inputs % 8 != 0) return {};
+    const auto n = static_cast<std::size_t>(inputs), chunks = n / 4, u = static_cast<std::size_t>(units);
+    std::vector<std::int8_t> columns(u * n);
+    for (std::size_t chunk = 0; chunk < chunks; ++chunk)
+        for (std::size_t unit = 0; unit < u; ++unit)
+            for (std::size_t k = 0; k < 4; ++k) columns[(chunk * u + unit) * 4 + k] = rows[unit * n + chunk * 4 + k];
+    return columns;
+#else
+    (void)rows, (void)units, (void)inputs;
+    return {};
+#endif
+}
+
+void dense_int8(const std::uint8_t* inputs, int count, const std::vector<std::int8_t>& columns, int units,
+                std::int32_t* out) {
+#if defined(LATENTCHESS_DENSE_KERNEL)
+    const int chunks = count / 4;  // even: count is a multiple of 8 (dense_int8_columns)
+    switch (units) {
+        case 8: dense_by_chunks<1>(inputs, chunks, columns.data(), out); break;
+        case 16: dense_by_chunks<2>(inputs, chunks, columns.data(), out); break;
+        case 32: dense_by_chunks<4>(inputs, chunks, columns.data(), out); break;
+        default: dense_by_chunks<8>(inputs, chunks, columns.data(), out); break;
+    }
+#else
+    (void)inputs, (void)count, (void)columns, (void)units, (void)out;
+#endif
+}
+
+void clamp_accumulator_bytes(const std::int16_t* in, std::uint8_t* out, int width) { clamp_to_bytes(in, out, width); }
+
 }  // namespace latentchess::core

@@ -97,6 +97,17 @@ int nnue_output(const NnueNetwork& network, const NnueAccumulator& accumulator, 
 // Full evaluation from scratch (refresh + output).
 int nnue_evaluate(const NnueNetwork& network, const Position& position);
 
+// The NNUE's first dense layer kernel, for other heads on its accumulators (the latent encoder's):
+// `rows` is a units x inputs int8 matrix (row-major); dense_int8_columns regroups it for
+// dense_int8, or returns an empty vector where the kernel does not apply (units not 8, 16, 32 or
+// 64, inputs not a multiple of 8, or a CPU without AVX2). dense_int8 writes out[j] = sum_i
+// rows[j][i] * inputs[i] (inputs 0..127) exactly; clamp_accumulator_bytes clamps int16
+// accumulator values to those bytes.
+std::vector<std::int8_t> dense_int8_columns(const std::int8_t* rows, int units, int inputs);
+void dense_int8(const std::uint8_t* inputs, int count, const std::vector<std::int8_t>& columns, int units,
+                std::int32_t* out);
+void clamp_accumulator_bytes(const std::int16_t* in, std::uint8_t* out, int width);
+
 class NnueEvaluator final : public Evaluator {
   public:
     explicit NnueEvaluator(std::shared_ptr<const NnueNetwork> network);
