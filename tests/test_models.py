@@ -28,6 +28,7 @@ from latentchess.models import (
     save_model,
 )
 from latentchess.models.inference import PRECISION_ENV, resolve_precision
+from latentchess.paths import DEFAULT_MODEL
 
 SMALL = EncoderConfig(name="test", layers=2, hidden=32, heads=4, mlp=64, dim=16)
 
@@ -286,7 +287,7 @@ def test_default_model_path_follows_environment(
     model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("LATENTCHESS_MODEL", raising=False)
-    shipped = Path(latentchess.__file__).resolve().parent / "weights" / "sparse-64"
+    shipped = Path(latentchess.__file__).resolve().parent / "weights" / DEFAULT_MODEL
     assert default_model_path() == shipped and (shipped / "model.safetensors").is_file()
     monkeypatch.setenv("LATENTCHESS_MODEL", str(model_dir))
     assert default_model_path() == model_dir

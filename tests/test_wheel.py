@@ -17,6 +17,8 @@ from pathlib import Path
 import chess
 import pytest
 
+from latentchess.paths import DEFAULT_MODEL
+
 REPO = Path(__file__).resolve().parents[1]
 _NOT_SOURCES = shutil.ignore_patterns(
     ".venv", ".git", "build", "dist", "runs", "demo-output", "__pycache__", "*.egg-info", ".*cache"
@@ -35,7 +37,8 @@ def test_wheel_installs_and_plays_from_any_directory(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = wheels.glob("latentchess-*.whl")  # pure or platform-specific: any name
     names = zipfile.ZipFile(wheel).namelist()
-    for model in ("sparse-64", "gab-micro"):  # the default latent model and the transformer
+    # the default latent model, the NNUE whose transformer it uses, the transformer encoder
+    for model in (DEFAULT_MODEL, "nnue-default", "gab-micro"):
         for shipped in ("model.safetensors", "config.json"):
             assert f"latentchess/weights/{model}/{shipped}" in names
 
@@ -86,7 +89,7 @@ def test_wheel_installs_and_plays_from_any_directory(tmp_path: Path) -> None:
     assert uci.returncode == 0, uci.stderr[-3000:]
     assert "id name latentchess ab" in uci.stdout, uci.stdout
     assert "ERROR" not in uci.stdout and " model_sha256=" in uci.stdout, uci.stdout
-    assert "weights/sparse-64" in uci.stdout  # the default latent model, from the wheel
+    assert f"weights/{DEFAULT_MODEL}" in uci.stdout  # the default latent model, from the wheel
     moves = [line.split()[1] for line in uci.stdout.splitlines() if line.startswith("bestmove")]
     assert len(moves) == 2, uci.stdout
     assert all(chess.Move.from_uci(move) in chess.Board().legal_moves for move in moves)

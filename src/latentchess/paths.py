@@ -12,10 +12,11 @@ __all__ = ["DEFAULT_MODEL", "SHIPPED_WEIGHTS", "default_model_path"]
 SHIPPED_WEIGHTS = Path(__file__).resolve().parent / "weights"
 """The package's ``weights/`` directory (package data: a checkout, ``pip install .``, a wheel)."""
 
-DEFAULT_MODEL = "sparse-64"
+DEFAULT_MODEL = "sparse-nnue-64"
 """The shipped latent model that ``latent`` plays with: the strongest latent model measured (the
-sparse contrastive encoder at width 8, 1358 [1242, 1475] at 10+0.1 against the GAB encoder's
-1039 [886, 1192]; ``benchmarks/results/latent_tc/``). ``gab-micro`` is the transformer."""
+sparse contrastive encoder on the shipped NNUE's feature transformer, against ``sparse-64``
+before it: ``benchmarks/results/nnue_ft_encoder/``). ``sparse-64`` is the encoder with its own
+transformer, ``gab-micro`` the transformer."""
 
 
 def default_model_path() -> Path:
