@@ -21,6 +21,7 @@ from latentchess.core.nnue import is_sparse_latent_dir, resolve_evaluator
 from latentchess.engines.registry import create_engine
 from latentchess.errors import EngineError
 from latentchess.paths import DEFAULT_MODEL, SHIPPED_WEIGHTS
+from latentchess.search import native as _assembler  # noqa: F401  (the default model is on the NNUE's transformer)
 from latentchess.uci.session import UciSession
 from latentchess.winprob import centipawns
 from uci_fixtures import SessionTranscript

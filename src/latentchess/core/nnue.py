@@ -18,10 +18,11 @@ calibration, then :func:`latentchess.winprob.centipawns`; ``latent_encoder.h``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from latentchess.errors import EngineError
+from latentchess.errors import EngineError, ModelFileError
 
 __all__ = [
     "default_nnue_path",
@@ -74,6 +75,19 @@ def is_sparse_latent_dir(path: str | Path) -> bool:
     return _latent_config(Path(path)) is not None
 
 
+_latent_assembler: Callable[[Path], Any] | None = None
+"""Builds the core's encoder of a sparse model whose feature transformer is an NNUE's (its
+``ft_from``): that needs the model files' Python side, a layer above this one, which registers
+it (:func:`set_latent_assembler`, called by ``latentchess.search.native``)."""
+
+
+def set_latent_assembler(assemble: Callable[[Path], Any]) -> None:
+    """Register the function that builds the core's encoder of a model directory (it raises
+    ``ModelFileError`` or ``ValueError`` for one that does not load)."""
+    global _latent_assembler
+    _latent_assembler = assemble
+
+
 def _register_latent(path: Path) -> str:
     """Register the sparse model in ``path`` with the core (once per file version); its name."""
     key = str(path.resolve())
@@ -97,13 +111,13 @@ def _register_latent(path: Path) -> str:
     logistic = isinstance(calibration, dict) and calibration.get("kind") == "logistic" and slope > 0
     try:
         if document["encoder"].get("ft_from") is not None:  # on an NNUE's transformer: assembled
-            from latentchess.errors import ModelFileError
-            from latentchess.search.native import load_native_encoder
-
-            try:
-                encoder = load_native_encoder(path)
-            except ModelFileError as error:
-                raise ValueError(str(error)) from error
+            if _latent_assembler is None:
+                raise EngineError(
+                    f"latent model {str(path)!r} uses the feature transformer of the NNUE "
+                    f"{document['encoder']['ft_from']!r}, which latentchess.search.native "
+                    "assembles: import it (the engines do) before naming this model"
+                )
+            encoder = _latent_assembler(path)
             encoder.register_evaluator(key, logistic, slope, intercept)
         else:
             native_module().register_latent_evaluator(
@@ -115,7 +129,7 @@ def _register_latent(path: Path) -> str:
                 slope,
                 intercept,
             )
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, ModelFileError) as error:
         raise EngineError(f"latent model {str(path)!r}: {error}") from error
     _REGISTERED_LATENT[key] = stamp
     return f"latent:{key}"

@@ -52,6 +52,7 @@ from latentchess.engines.default import DEFAULT_EVALUATOR
 from latentchess.engines.human import HUMAN_KEYS, HumanPlay
 from latentchess.engines.syzygy import open_tablebases, root_probe
 from latentchess.errors import EngineError
+from latentchess.search import native as _native_latent  # noqa: F401  (assembles ab:eval=latent)
 
 if TYPE_CHECKING:
     from latentchess.wdl import WdlModel

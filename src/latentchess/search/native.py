@@ -30,6 +30,7 @@ import chess
 import numpy as np
 import numpy.typing as npt
 
+from latentchess.core.nnue import set_latent_assembler
 from latentchess.errors import EngineError, ModelFileError
 from latentchess.search.base import MAX_DEPTH, RootMove, SearchConfig, SearchResult
 from latentchess.search.cache import EmbeddingCache
@@ -354,3 +355,6 @@ def _result(raw: dict[str, Any]) -> SearchResult:
             for uci, static, value, exact in raw["root_moves"]
         ],
     )
+
+
+set_latent_assembler(load_native_encoder)  # ab:eval=DIR of a model on an NNUE's transformer
