@@ -35,7 +35,8 @@ from latentchess.core.alphabeta import (
     SearchOutcome,
     check_search_parameters,
 )
-from latentchess.core.nnue import resolve_evaluator
+from latentchess.core.nnue import BUILTIN_EVALUATORS
+from latentchess.core.nnue import resolve_evaluator as _resolve_in_core
 from latentchess.engines.base import (
     Analysis,
     Engine,
@@ -52,7 +53,6 @@ from latentchess.engines.default import DEFAULT_EVALUATOR
 from latentchess.engines.human import HUMAN_KEYS, HumanPlay
 from latentchess.engines.syzygy import open_tablebases, root_probe
 from latentchess.errors import EngineError
-from latentchess.search import native as _native_latent  # noqa: F401  (assembles ab:eval=latent)
 
 if TYPE_CHECKING:
     from latentchess.wdl import WdlModel
@@ -62,6 +62,16 @@ __all__ = ["AlphaBetaConfig", "AlphaBetaEngine"]
 MAX_THREADS = 256
 """Lazy SMP threads (more than the machine's cores is allowed, as in Stockfish; see
 docs/engines/alphabeta.md for what a second thread gains)."""
+
+
+def resolve_evaluator(name: str) -> str:
+    """The core's evaluator name for ``name`` (:func:`latentchess.core.nnue.resolve_evaluator`),
+    with the assembler of latent models on an NNUE's transformer registered first when ``name``
+    may be a latent model (importing it loads NumPy, which ``nnue``, ``hce`` and ``pesto`` do not
+    need: ``uci`` starts without it)."""
+    if name != "nnue" and not name.startswith("nnue:") and name not in BUILTIN_EVALUATORS:
+        from latentchess.search import native  # noqa: F401  (registers the assembler)
+    return _resolve_in_core(name)
 
 
 @dataclass(frozen=True, kw_only=True)
