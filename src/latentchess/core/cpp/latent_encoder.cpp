@@ -301,6 +301,7 @@ std::shared_ptr<const LatentNetwork> load_latent_network(const std::string& path
 }
 
 namespace {
+void hidden_float(const LatentNetwork& network, const std::int16_t* white, const std::int16_t* black, float* h);
 // z = out.weight h + out.bias, the score against the axis and (when asked) the unit embedding.
 float output_layer(const LatentNetwork& network, const float* h, float* z, float* embedding);
 }  // namespace
@@ -318,24 +319,31 @@ float latent_forward(const LatentNetwork& network, const std::int16_t* white, co
         h = large.data();
         z = large.data() + hidden;
     }
-    // h = l2.weight x with x = clamp(acc, 0, S) (the 1/S applied once per hidden unit): the
-    // columns of the non-zero inputs, in input order.
-    const int scale = network.accumulator_scale;
+    // h = l2.weight x with x = clamp(acc, 0, S) / S: the int8 layer or the float columns.
     if (!network.l2_int8_columns.empty()) {  // S = 127: the NNUE's integer layer (see the header)
         alignas(64) std::array<std::uint8_t, 2 * kNnueMaxL1> bytes;
         alignas(64) std::array<std::int32_t, 64> sums;
         clamp_accumulator_bytes(white, bytes.data(), l1);
         clamp_accumulator_bytes(black, bytes.data() + l1, l1);
         dense_int8(bytes.data(), 2 * l1, network.l2_int8_columns, hidden, sums.data());
-        const bool black_to_move = side_to_move == Black;
-        for (int j = 0; j < hidden; ++j) {
-            float value = static_cast<float>(sums[static_cast<std::size_t>(j)]) * network.l2_row_unscale[j] +
-                          network.l2_bias[j];
-            if (black_to_move) value += network.l2_stm[j];
-            h[j] = std::clamp(value, 0.0f, 1.0f);
-        }
-        return output_layer(network, h, z, embedding);
+        for (int j = 0; j < hidden; ++j)
+            h[j] = static_cast<float>(sums[static_cast<std::size_t>(j)]) * network.l2_row_unscale[j];
+    } else {
+        hidden_float(network, white, black, h);
     }
+    const bool black_to_move = side_to_move == Black;
+    for (int j = 0; j < hidden; ++j) {
+        float value = h[j] + network.l2_bias[j];
+        if (black_to_move) value += network.l2_stm[j];
+        h[j] = std::clamp(value, 0.0f, 1.0f);
+    }
+    return output_layer(network, h, z, embedding);
+}
+
+namespace {
+// h = l2.weight clamp(acc, 0, S) / S with the float columns, skipping the zero inputs.
+void hidden_float(const LatentNetwork& network, const std::int16_t* white, const std::int16_t* black, float* h) {
+    const int l1 = network.l1, hidden = network.hidden, scale = network.accumulator_scale;
     std::fill(h, h + hidden, 0.0f);
     const auto add_columns = [&](const std::int16_t* accumulator, int offset) {
         for (int i = 0; i < l1; ++i) {
@@ -349,16 +357,9 @@ float latent_forward(const LatentNetwork& network, const std::int16_t* white, co
     add_columns(white, 0);
     add_columns(black, l1);
     const float inverse_scale = 1.0f / static_cast<float>(scale);
-    const bool black_to_move = side_to_move == Black;
-    for (int j = 0; j < hidden; ++j) {
-        float value = h[j] * inverse_scale + network.l2_bias[j];
-        if (black_to_move) value += network.l2_stm[j];
-        h[j] = std::clamp(value, 0.0f, 1.0f);
-    }
-    return output_layer(network, h, z, embedding);
+    for (int j = 0; j < hidden; ++j) h[j] *= inverse_scale;
 }
 
-namespace {
 float output_layer(const LatentNetwork& network, const float* h, float* z, float* embedding) {
     const int hidden = network.hidden, dim = network.dim;
     std::copy(network.out_bias.begin(), network.out_bias.end(), z);
