@@ -33,6 +33,7 @@ from latentchess.textfiles import find_text, open_text
 ROOT = Path(__file__).parents[1]
 PGN = ROOT / "benchmarks/results/latent_tc/sparse-64-w8/vs_sf1350.pgn.xz"
 SETTINGS = (  # label, shipped model, engine options (none: what the model declares)
+    ("sparse-nnue-64, width 8 (its default)", "sparse-nnue-64", {}),
     ("sparse-64, width 8 (its default)", "sparse-64", {}),
     ("sparse-64, width 3", "sparse-64", {"width": 3}),
     ("gab-micro, width 3 (its default)", "gab-micro", {}),
@@ -58,11 +59,18 @@ def main() -> None:
     parser.add_argument("--pgn", type=Path, default=PGN)
     parser.add_argument("--times", type=float, nargs="+", default=[0.1, 0.3, 1.0])
     parser.add_argument("--max-positions", type=int, default=40)
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        choices=sorted({name for _, name, _ in SETTINGS}),
+        help="only these shipped models' settings (default: all)",
+    )
     args = parser.parse_args()
+    settings = [s for s in SETTINGS if args.models is None or s[1] in args.models]
     boards = positions(args.pgn, range(10, 61, 10))[: args.max_positions]
     load_before = os.getloadavg()
     rows = []
-    for label, name, options in SETTINGS:
+    for label, name, options in settings:
         for seconds in args.times:
             engine = LatentEngine.from_options(str(SHIPPED_WEIGHTS / name), **options)
             engine.ready()
