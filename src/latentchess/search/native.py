@@ -18,7 +18,6 @@ otherwise); ``false`` keeps PyTorch and the Python search.
 from __future__ import annotations
 
 import inspect
-import json
 import re
 import threading
 import time
@@ -94,12 +93,13 @@ def load_native_encoder(path: str | Path, accumulator_scale: int = 0) -> Any:
         )
     if encoder.get("ft_from") is not None:  # the transformer is an NNUE's: assembled in Python
         from latentchess.models.io import load_model
+        from latentchess.nnue.model import L1_SCALE
 
         model = load_model(path, precision="fp32")
-        # Its rows are the NNUE's int16 ones over the NNUE's scale, so at that scale the core's
-        # accumulators are exact (float rounding of the dense layers aside; 1024 or 512 would
-        # round each row again).
-        return _from_weights(model, accumulator_scale or _nnue_scale(model))
+        # Its rows are the NNUE's int16 ones over L1_SCALE (``load_nnue`` dequantises every
+        # network at that scale), so at that scale the core's accumulators are exact (float
+        # rounding of the dense layers aside; 1024 or 512 would round each row again).
+        return _from_weights(model, accumulator_scale or L1_SCALE)
     axis = np.asarray(document["axis"], dtype=np.float32)
     try:
         native = _core().LatentEncoder.load(
@@ -132,20 +132,6 @@ def native_encoder(model: LatentModel, accumulator_scale: int = 0) -> Any:
     if model.path is not None:  # float32 from the files, whatever precision ``model`` runs at
         return load_native_encoder(model.path, accumulator_scale)
     return _from_weights(model, accumulator_scale)
-
-
-def _nnue_scale(model: LatentModel) -> int:
-    """The accumulator scale of the NNUE whose transformer ``model`` uses (its ``l1_scale``)."""
-    from latentchess.models.sparse_encoder import resolve_ft_source
-
-    source = resolve_ft_source(model.config.ft_from, model.path)
-    try:
-        document = json.loads((source / "config.json").read_text(encoding="utf-8"))
-        return int(document["quantisation"]["l1_scale"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ModelFileError(
-            f"{str(source)!r}: no quantisation.l1_scale in its config.json ({error})"
-        ) from error
 
 
 def _from_weights(model: LatentModel, accumulator_scale: int) -> Any:
