@@ -106,8 +106,9 @@ def plot_depth_elo(points: list[DepthElo], out: str | Path, *, paper: bool = Tru
         ax.errorbar(depths, elos, yerr=errors, marker="o", capsize=4, label=f"ours: {series}")
     if paper:
         for name, table in PAPER_TABLE_2.items():
-            ax.plot(list(table), list(table.values()), "--", marker="s", alpha=0.6, label=name)
-    ax.set_xlabel("search depth (plies), width 3")
+            label = f"{name}, width 3"
+            ax.plot(list(table), list(table.values()), "--", marker="s", alpha=0.6, label=label)
+    ax.set_xlabel("search depth (plies)")
     ax.set_ylabel("Elo (Stockfish UCI_Elo scale)")
     ax.set_title("Strength against search depth")
     ax.grid(alpha=0.3)
