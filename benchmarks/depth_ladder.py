@@ -196,7 +196,7 @@ def _write_markdown(path: Path, payload: dict, table: str) -> None:
     ]
     for c in payload["results"]:
         rows.append(
-            f"| {c['name']} | {c.get('mode', c['series'].split()[0])} | {c['depth']} "
+            f"| {c['name']} | {c['mode']} | {c['depth']} "
             f"| {c.get('width', 3)} "
             f"| {c['elo']:.0f} | [{c['elo_low']:.0f}, "
             f"{c['elo_high']:.0f}] | {c['games']} | {100 * c['points'] / c['games']:.0f}% | "
